@@ -1,0 +1,25 @@
+"""Benchmarks: ``python -m arena.bench {sim,pilots,train,...}``. Each prints figures; none asserts."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "sim": ("arena.bench.sim", "simulator physics steps/s and decisions/s, threads, vs NumPy"),
+    "pilots": ("arena.bench.pilots", "heuristic pilot against the random bot over 1000 matches"),
+    "train": ("arena.bench.train_sps", "training SPS with the time split"),
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in COMMANDS:
+        lines = "\n".join(f"  {name:8} {doc}" for name, (_, doc) in COMMANDS.items())
+        print(f"usage: python -m arena.bench COMMAND [options]\n\ncommands:\n{lines}")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return int(module.main(argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

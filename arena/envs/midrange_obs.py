@@ -1,0 +1,82 @@
+"""Named views of a midrange observation row (layout written by arena/native/midrange.h).
+
+Row layout, all ego-centric (bearings relative to the fighter's velocity, sin positive = left):
+- self (8): alive, speed/VT, bearing to arena centre sin/cos, distance to boundary/10 km,
+  missiles left fraction, cooldown fraction, time left fraction
+- enemies (max_team x 9), then allies (max_team - 1 x 9), alive ones by range, then the dead,
+  then padding: present, alive, range/10 km, bearing sin/cos, aspect sin/cos (where I am seen
+  from its nose; cos = 1: it points at me), closing speed/1000, speed/VT
+- threats (K x 7): missiles locked on me, nearest first; own (K x 7): my missiles in flight,
+  nearest to their target first: present, range/10 km (to me, or to its target), bearing sin/cos
+  of the missile from me, speed/1000, closing speed/1000 (on me, or on its target), time of flight/max
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SELF = ("alive", "speed", "centre_sin", "centre_cos", "boundary", "missiles", "cooldown", "time_left")
+FIGHTER = ("present", "alive", "range", "bearing_sin", "bearing_cos", "aspect_sin", "aspect_cos",
+           "closing", "speed")
+MISSILE = ("present", "range", "bearing_sin", "bearing_cos", "speed", "closing", "tof")
+RANGE_SCALE_M = 10000.0
+SPEED_SCALE_MS = 1000.0
+
+
+@dataclass(frozen=True)
+class MidrangeObsLayout:
+    team_sizes: tuple[int, int] = (1, 1)
+    tracked_missiles: int = 4
+
+    @property
+    def max_team(self) -> int:
+        return max(self.team_sizes)
+
+    @property
+    def enemies_start(self) -> int:
+        return len(SELF)
+
+    @property
+    def allies_start(self) -> int:
+        return self.enemies_start + len(FIGHTER) * self.max_team
+
+    @property
+    def threats_start(self) -> int:
+        return self.allies_start + len(FIGHTER) * (self.max_team - 1)
+
+    @property
+    def own_missiles_start(self) -> int:
+        return self.threats_start + len(MISSILE) * self.tracked_missiles
+
+    @property
+    def obs_dim(self) -> int:
+        return self.own_missiles_start + len(MISSILE) * self.tracked_missiles
+
+    def self_features(self, obs: np.ndarray) -> np.ndarray:
+        """[n, 8] view."""
+        return obs[:, : len(SELF)]
+
+    def enemies(self, obs: np.ndarray) -> np.ndarray:
+        """[n, max_team, 9] view, nearest alive first."""
+        n = len(FIGHTER)
+        return obs[:, self.enemies_start : self.allies_start].reshape(-1, self.max_team, n)
+
+    def allies(self, obs: np.ndarray) -> np.ndarray:
+        """[n, max_team - 1, 9] view."""
+        n = len(FIGHTER)
+        return obs[:, self.allies_start : self.threats_start].reshape(-1, self.max_team - 1, n)
+
+    def threats(self, obs: np.ndarray) -> np.ndarray:
+        """[n, K, 7] view of missiles locked on this fighter, nearest first."""
+        return obs[:, self.threats_start : self.own_missiles_start].reshape(-1, self.tracked_missiles, 7)
+
+    def own_missiles(self, obs: np.ndarray) -> np.ndarray:
+        """[n, K, 7] view of this fighter's missiles in flight."""
+        return obs[:, self.own_missiles_start : self.obs_dim].reshape(-1, self.tracked_missiles, 7)
+
+
+def feature(name: str, table: tuple[str, ...]) -> int:
+    """Index of a named feature inside SELF, FIGHTER or MISSILE."""
+    return table.index(name)

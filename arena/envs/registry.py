@@ -1,0 +1,79 @@
+"""Which games exist and how ``make`` builds them."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from arena import _core
+from arena.envs.params import (
+    MIDRANGE_PARAMS,
+    RPSW_PARAMS,
+    check_midrange_consistency,
+    validate_overrides,
+    validate_team_sizes,
+)
+from arena.envs.vector import VectorEnv
+
+GAMES = ("midrange", "rpsw")
+MIDRANGE_EVENTS = ("fired", "hits", "kills", "was_hit", "died", "left_arena")
+RPSW_EVENTS = ("round_won", "round_lost", "round_drawn")
+MAX_ENVS = 1 << 22
+
+
+def default_num_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def make(
+    name: str,
+    num_envs: int = 1,
+    num_threads: int | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+    team_sizes: tuple[int, int] | list[int] = (1, 1),
+    **overrides: Any,
+) -> VectorEnv:
+    """Builds a vector env of ``num_envs`` matches of game ``name``.
+
+    Every default of the game is a keyword override, e.g.
+    ``make("midrange", num_envs=4096, team_sizes=(2, 2), time_limit_s=120, arena_radius_m=80_000)``.
+    """
+    if name not in GAMES:
+        raise ValueError(f"unknown game {name!r}; available: {', '.join(GAMES)}")
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or not 1 <= num_envs <= MAX_ENVS:
+        raise ValueError(f"num_envs={num_envs!r} is out of range: allowed an integer in [1, {MAX_ENVS}]")
+    if num_threads is None:
+        num_threads = default_num_threads()
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or not 1 <= num_threads <= 1024:
+        raise ValueError(f"num_threads={num_threads!r} is out of range: allowed an integer in [1, 1024]")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed={seed!r} must be a non-negative integer")
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device={device!r} is not allowed: use 'cpu' or 'cuda'")
+    sizes = validate_team_sizes(team_sizes)
+    if name == "midrange":
+        values = validate_overrides(name, MIDRANGE_PARAMS, overrides)
+        check_midrange_consistency(values)
+        params = _core.MidrangeParams()
+        params.team_size = sizes
+        for key, value in values.items():
+            setattr(params, key, value)
+        core = _core.MidrangeBatch(params, num_envs, num_threads, device)
+        events = MIDRANGE_EVENTS
+    else:
+        if sizes != (1, 1):
+            raise ValueError(
+                f"team_sizes={team_sizes!r} is not allowed for rpsw: it is a 1v1 game, use (1, 1)"
+            )
+        values = validate_overrides(name, RPSW_PARAMS, overrides)
+        params = _core.RpswParams()
+        params.rounds = values["rounds"]
+        core = _core.RpswBatch(params, num_envs, num_threads, device)
+        events = RPSW_EVENTS
+    env = VectorEnv(name, core, team_sizes=sizes, params=values, seed=seed, event_names=events)
+    env.reset(seed)
+    return env

@@ -1,0 +1,124 @@
+// N envs of one game, stepped together on a thread pool (or, in a CUDA build, a GPU).
+// Pure C++: the buffers are raw pointers into memory that numpy owns (see bindings.cpp).
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "games.h"
+#include "thread_pool.h"
+
+#ifdef ARENA_WITH_CUDA
+#include "cuda_batch.h"
+#endif
+
+namespace arena {
+
+template <class G>
+class Batched {
+ public:
+  using Ctx = typename G::Ctx;
+  using State = typename G::State;
+
+  Batched(const Ctx& ctx, int num_envs, int num_threads, const std::string& device)
+      : ctx_(ctx), num_envs_(num_envs), states_(num_envs), pool_(num_threads) {
+    if (device == "cuda") {
+#ifdef ARENA_WITH_CUDA
+      cuda_ = std::make_unique<CudaBatch<G>>(ctx, num_envs);
+#else
+      throw std::runtime_error(
+          "device='cuda' was asked for, but this arena build has no CUDA support; rebuild with "
+          "CMAKE_ARGS='-DARENA_CUDA=ON' pip install . (needs nvcc), or use device='cpu'");
+#endif
+    } else if (device != "cpu") {
+      throw std::invalid_argument("device must be 'cpu' or 'cuda', got '" + device + "'");
+    }
+  }
+
+  const Ctx& ctx() const { return ctx_; }
+  int num_envs() const { return num_envs_; }
+  int agents() const { return G::agents(ctx_); }
+  int obs_dim() const { return G::obs_dim(ctx_); }
+  int num_threads() const { return pool_.size(); }
+  bool on_cuda() const {
+#ifdef ARENA_WITH_CUDA
+    return cuda_ != nullptr;
+#else
+    return false;
+#endif
+  }
+
+  // Reseeds env e with seeds[e] and starts a new match in it.
+  void reset(const uint64_t* seeds, const BatchBuffers& out) {
+    for (int e = 0; e < num_envs_; ++e) {
+      states_[e].rng.state = mix64(seeds[e]);
+      G::reset(ctx_, states_[e]);
+      EnvOut o = env_slice(out, e, agents(), obs_dim(), G::num_events);
+      G::observe(ctx_, states_[e], o.obs);
+      clear(o);
+    }
+    upload();
+  }
+
+  // One decision for envs [begin, end). `actions` holds every row; only this range is read.
+  void step(const int32_t* actions, int begin, int end, const BatchBuffers& out) {
+#ifdef ARENA_WITH_CUDA
+    if (cuda_) {
+      cuda_->step(actions, begin, end, out);
+      return;
+    }
+#endif
+    const int agents_ = agents(), dim = obs_dim();
+    pool_.parallel_for(begin, end, [&](int e) {
+      G::step(ctx_, states_[e], actions + static_cast<long>(e) * agents_ * G::action_dims,
+              env_slice(out, e, agents_, dim, G::num_events));
+    });
+  }
+
+  // Host copies of the states, for world_state() and tests; upload() after editing.
+  std::vector<State>& states() {
+    download();
+    return states_;
+  }
+  void upload() {
+#ifdef ARENA_WITH_CUDA
+    if (cuda_) cuda_->upload(states_.data());
+#endif
+  }
+  void observe_all(const BatchBuffers& out) {
+    for (int e = 0; e < num_envs_; ++e) {
+      G::observe(ctx_, states_[e], env_slice(out, e, agents(), obs_dim(), G::num_events).obs);
+    }
+  }
+
+ private:
+  void download() {
+#ifdef ARENA_WITH_CUDA
+    if (cuda_) cuda_->download(states_.data());
+#endif
+  }
+  void clear(EnvOut& o) {
+    for (int i = 0; i < agents(); ++i) {
+      o.rewards[i] = 0.0f;
+      o.terminals[i] = 0;
+      o.truncations[i] = 0;
+      for (int k = 0; k < G::num_events; ++k) o.events[i * G::num_events + k] = 0;
+    }
+    *o.outcome = OUTCOME_NONE;
+    *o.end_reason = END_NONE;
+    *o.episode_length = 0;
+    *o.done = 0;
+  }
+
+  Ctx ctx_;
+  int num_envs_;
+  std::vector<State> states_;
+  ThreadPool pool_;
+#ifdef ARENA_WITH_CUDA
+  std::unique_ptr<CudaBatch<G>> cuda_;
+#endif
+};
+
+}  // namespace arena

@@ -1,0 +1,73 @@
+// Shared host/device helpers for arena's games: the seeded generator and the
+// per-env output slice every game writes into. No globals, nothing stateful.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define ARENA_HD __host__ __device__ inline
+#else
+#define ARENA_HD inline
+#endif
+
+namespace arena {
+
+// splitmix64: tiny, fast, and trivially reimplemented by the NumPy reference.
+ARENA_HD uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+struct Rng {
+  uint64_t state;
+};
+
+ARENA_HD uint64_t rng_next(Rng& r) {
+  r.state += 0x9E3779B97F4A7C15ULL;
+  return mix64(r.state);
+}
+
+// Uniform double in [0, 1) from the top 53 bits.
+ARENA_HD double rng_uniform(Rng& r) {
+  return static_cast<double>(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// The generator state of env `env` for a run seeded with `seed`: independent of
+// how envs are split over threads, so results are identical for any thread count.
+ARENA_HD uint64_t env_seed(uint64_t seed, uint64_t env) {
+  return mix64(seed + 0x9E3779B97F4A7C15ULL * (env + 1));
+}
+
+// How a match ended, per env. Values are part of the Python API (arena.envs.Outcome).
+enum Outcome : int8_t { OUTCOME_NONE = -1, OUTCOME_TEAM0 = 0, OUTCOME_TEAM1 = 1, OUTCOME_DRAW = 2 };
+
+// Why a match ended (arena.envs.EndReason).
+enum EndReason : int8_t {
+  END_NONE = 0,
+  END_ELIMINATION = 1,   // one team has no fighters left
+  END_MUTUAL = 2,        // both teams destroyed in the same physics step
+  END_NO_MISSILES = 3,   // nobody can shoot any more
+  END_TIME_LIMIT = 4,    // truncation
+  END_ROUNDS = 5,        // fixed-length games (rpsw)
+};
+
+// Where one env writes its results for one decision. Row-major slices of the
+// numpy buffers owned by the Python side; rows of this env only.
+struct EnvOut {
+  float* obs;            // [agents, obs_dim]
+  float* final_obs;      // [agents, obs_dim], written only when the episode ended
+  float* rewards;        // [agents]
+  uint8_t* terminals;    // [agents]
+  uint8_t* truncations;  // [agents]
+  int32_t* events;       // [agents, num_events]
+  int8_t* outcome;       // this env's outcome (OUTCOME_NONE while running)
+  int8_t* end_reason;
+  int32_t* episode_length;  // decisions, written when the episode ended
+  uint8_t* done;            // 1 when the episode ended at this decision
+};
+
+ARENA_HD double clampd(double x, double lo, double hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+}  // namespace arena

@@ -1,0 +1,111 @@
+// Kernels that run the shared host/device step code (games.h) one env per GPU thread.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "cuda_batch.h"
+
+namespace arena {
+namespace {
+
+void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string("arena CUDA: ") + what + " failed: " + cudaGetErrorString(err));
+  }
+}
+
+template <class G>
+__global__ void step_kernel(typename G::Ctx ctx, typename G::State* states, const int32_t* actions,
+                            BatchBuffers out, int begin, int end) {
+  const int e = begin + blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= end) return;
+  const int agents = G::agents(ctx);
+  G::step(ctx, states[e], actions + static_cast<long>(e) * agents * G::action_dims,
+          env_slice(out, e, agents, G::obs_dim(ctx), G::num_events));
+}
+
+template <class T>
+T* device_alloc(size_t count) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, count * sizeof(T) + 1), "cudaMalloc");
+  return static_cast<T*>(p);
+}
+
+template <class T>
+void copy_rows(T* dst, const T* src, long first, long count, cudaMemcpyKind kind) {
+  if (count > 0) check(cudaMemcpy(dst + first, src + first, count * sizeof(T), kind), "cudaMemcpy");
+}
+
+}  // namespace
+
+template <class G>
+CudaBatch<G>::CudaBatch(const typename G::Ctx& ctx, int num_envs) : ctx_(ctx), num_envs_(num_envs) {
+  int devices = 0;
+  const cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess || devices == 0) {
+    throw std::runtime_error(std::string("device='cuda' was asked for, but no CUDA GPU is usable here (") +
+                             (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") +
+                             "); use device='cpu'");
+  }
+  const long rows = static_cast<long>(num_envs) * G::agents(ctx);
+  const long dim = G::obs_dim(ctx);
+  states_ = device_alloc<State>(num_envs);
+  actions_ = device_alloc<int32_t>(rows * G::action_dims);
+  dev_.obs = device_alloc<float>(rows * dim);
+  dev_.final_obs = device_alloc<float>(rows * dim);
+  dev_.rewards = device_alloc<float>(rows);
+  dev_.terminals = device_alloc<uint8_t>(rows);
+  dev_.truncations = device_alloc<uint8_t>(rows);
+  dev_.events = device_alloc<int32_t>(rows * G::num_events);
+  dev_.outcome = device_alloc<int8_t>(num_envs);
+  dev_.end_reason = device_alloc<int8_t>(num_envs);
+  dev_.episode_length = device_alloc<int32_t>(num_envs);
+  dev_.done = device_alloc<uint8_t>(num_envs);
+}
+
+template <class G>
+CudaBatch<G>::~CudaBatch() {
+  void* ptrs[] = {states_,         actions_,        dev_.obs,     dev_.final_obs, dev_.rewards,
+                  dev_.terminals,  dev_.truncations, dev_.events, dev_.outcome,   dev_.end_reason,
+                  dev_.episode_length, dev_.done};
+  for (void* p : ptrs) cudaFree(p);
+}
+
+template <class G>
+void CudaBatch<G>::upload(const State* host_states) {
+  check(cudaMemcpy(states_, host_states, num_envs_ * sizeof(State), cudaMemcpyHostToDevice), "upload");
+}
+
+template <class G>
+void CudaBatch<G>::download(State* host_states) {
+  check(cudaMemcpy(host_states, states_, num_envs_ * sizeof(State), cudaMemcpyDeviceToHost), "download");
+}
+
+template <class G>
+void CudaBatch<G>::step(const int32_t* host_actions, int begin, int end, const BatchBuffers& h) {
+  if (end <= begin) return;
+  const long agents = G::agents(ctx_), dim = G::obs_dim(ctx_), ev = G::num_events;
+  const long r0 = begin * agents, rn = (end - begin) * agents;
+  copy_rows(actions_, host_actions, r0 * G::action_dims, rn * G::action_dims, cudaMemcpyHostToDevice);
+  const int threads = 128;
+  const int blocks = (end - begin + threads - 1) / threads;
+  step_kernel<G><<<blocks, threads>>>(ctx_, states_, actions_, dev_, begin, end);
+  check(cudaGetLastError(), "step kernel launch");
+  const auto d2h = cudaMemcpyDeviceToHost;
+  copy_rows(h.obs, dev_.obs, r0 * dim, rn * dim, d2h);
+  copy_rows(h.final_obs, dev_.final_obs, r0 * dim, rn * dim, d2h);
+  copy_rows(h.rewards, dev_.rewards, r0, rn, d2h);
+  copy_rows(h.terminals, dev_.terminals, r0, rn, d2h);
+  copy_rows(h.truncations, dev_.truncations, r0, rn, d2h);
+  copy_rows(h.events, dev_.events, r0 * ev, rn * ev, d2h);
+  copy_rows(h.outcome, dev_.outcome, begin, end - begin, d2h);
+  copy_rows(h.end_reason, dev_.end_reason, begin, end - begin, d2h);
+  copy_rows(h.episode_length, dev_.episode_length, begin, end - begin, d2h);
+  copy_rows(h.done, dev_.done, begin, end - begin, d2h);
+}
+
+template class CudaBatch<MidrangeGame>;
+template class CudaBatch<RpswGame>;
+
+}  // namespace arena

@@ -1,0 +1,508 @@
+// Midrange air combat: beyond-visual-range missile fights on a 2-D plane.
+// DESIGN.md "Midrange air combat" is the specification; arena/envs/reference/midrange.py
+// is the NumPy twin of this file, operation for operation. Change both together.
+//
+// Everything here is host/device code: one call steps one env, so the CPU thread
+// pool and the CUDA kernel run exactly the same functions.
+#pragma once
+
+#include "common.h"
+
+namespace arena {
+namespace midrange {
+
+constexpr int MAX_TEAM = 4;
+constexpr int MAX_FIGHTERS = 2 * MAX_TEAM;
+constexpr int MAX_MISSILES_PER_FIGHTER = 8;
+constexpr int MAX_MISSILES = MAX_FIGHTERS * MAX_MISSILES_PER_FIGHTER;
+constexpr int MAX_TRACKED = 8;
+constexpr int NUM_ACTION_DIMS = 3;
+constexpr int NUM_EVENTS = 6;
+enum Event { EV_FIRED = 0, EV_HITS = 1, EV_KILLS = 2, EV_WAS_HIT = 3, EV_DIED = 4, EV_LEFT_ARENA = 5 };
+
+// Feature layout of one observation row (see obs_dim()).
+constexpr int SELF_FEATURES = 8;
+constexpr int FIGHTER_FEATURES = 9;
+constexpr int MISSILE_FEATURES = 7;
+// Scales that bring features to order one.
+constexpr double RANGE_SCALE = 10000.0;
+constexpr double SPEED_SCALE = 1000.0;
+
+struct Params {
+  int team_size[2] = {1, 1};
+  int frame_skip = 12;
+  double dt = 1.0 / 60.0;
+  double g = 9.8;
+  double time_limit_s = 300.0;
+  double arena_radius_m = 60000.0;
+  // fighter
+  double fighter_vt = 400.0, fighter_rmin = 1000.0, fighter_ld = 5.0;
+  double fighter_thrust_g = 1.5, fighter_max_g = 9.0, spawn_speed = 300.0;
+  int missiles_per_fighter = 6;
+  double launch_cooldown_s = 0.5, launch_cone_deg = 60.0, launch_offset_m = 20.0;
+  // missile
+  double missile_vt = 400.0, missile_rmin = 1000.0, missile_ld = 2.0;
+  double missile_thrust_g = 15.0, missile_burn_s = 10.0, missile_max_g = 30.0;
+  double missile_min_speed = 200.0, missile_max_time_s = 60.0;
+  double nav_gain = 200.0 / 3.14159265358979323846;  // u per rad/s of line-of-sight rate
+  double hit_radius_m = 100.0;
+  // spawn
+  double spawn_distance_min_m = 20000.0, spawn_distance_max_m = 40000.0;
+  double spawn_heading_jitter_deg = 30.0, formation_spacing_m = 2000.0;
+  // observation: K threatening missiles and K own missiles per fighter
+  int tracked_missiles = 4;
+};
+
+// Constants derived once from Params (drag coefficients, step counts).
+struct Derived {
+  double f_cd0, f_k, f_thrust, m_cd0, m_k, m_thrust, cos_cone, max_steps_f;
+  int max_steps, max_team, num_fighters;
+};
+
+ARENA_HD Derived derive(const Params& p) {
+  Derived d;
+  d.f_cd0 = p.g / (p.fighter_vt * p.fighter_vt);
+  d.f_k = 1.0 / (4.0 * d.f_cd0 * p.fighter_ld * p.fighter_ld);
+  d.f_thrust = p.fighter_thrust_g * p.g;
+  d.m_cd0 = p.g / (p.missile_vt * p.missile_vt);
+  d.m_k = 1.0 / (4.0 * d.m_cd0 * p.missile_ld * p.missile_ld);
+  d.m_thrust = p.missile_thrust_g * p.g;
+  d.cos_cone = cos(p.launch_cone_deg * 3.14159265358979323846 / 180.0);
+  d.max_steps_f = ceil(p.time_limit_s / p.dt - 1e-9);
+  d.max_steps = static_cast<int>(d.max_steps_f);
+  d.max_team = p.team_size[0] > p.team_size[1] ? p.team_size[0] : p.team_size[1];
+  d.num_fighters = p.team_size[0] + p.team_size[1];
+  return d;
+}
+
+ARENA_HD int obs_dim(const Params& p) {
+  const int max_team = p.team_size[0] > p.team_size[1] ? p.team_size[0] : p.team_size[1];
+  return SELF_FEATURES + FIGHTER_FEATURES * (2 * max_team - 1) +
+         MISSILE_FEATURES * 2 * p.tracked_missiles;
+}
+
+struct Fighter {
+  double x, y, vx, vy, cooldown;
+  int32_t missiles_left, alive;
+};
+
+struct Missile {
+  double x, y, vx, vy, tof;
+  int32_t owner, target, active;
+};
+
+// Fighter i owns missile slots [i * missiles_per_fighter, (i + 1) * missiles_per_fighter):
+// its k-th launch uses slot k, so a fighter with missiles left always has a free slot.
+struct State {
+  Fighter f[MAX_FIGHTERS];
+  Missile m[MAX_MISSILES];
+  Rng rng;
+  int32_t steps;      // physics steps this episode
+  int32_t decisions;  // decisions this episode
+};
+
+ARENA_HD int team_of(const Params& p, int i) { return i < p.team_size[0] ? 0 : 1; }
+
+// ---------------------------------------------------------------- reset
+
+ARENA_HD void reset(const Params& p, State& s) {
+  const double pi = 3.14159265358979323846;
+  const int n = p.team_size[0] + p.team_size[1];
+  const double dist = p.spawn_distance_min_m +
+                      (p.spawn_distance_max_m - p.spawn_distance_min_m) * rng_uniform(s.rng);
+  const double theta = 2.0 * pi * rng_uniform(s.rng);
+  const double ax = cos(theta), ay = sin(theta);  // from team 0 towards team 1
+  const double lx = -ay, ly = ax;                 // lateral axis of the formations
+  const double jitter = p.spawn_heading_jitter_deg * pi / 180.0;
+  for (int i = 0; i < n; ++i) {
+    const int team = team_of(p, i);
+    const int j = team == 0 ? i : i - p.team_size[0];
+    const double side = team == 0 ? -0.5 : 0.5;
+    const double offset = (j - 0.5 * (p.team_size[team] - 1)) * p.formation_spacing_m;
+    const double heading = theta + (team == 0 ? 0.0 : pi) + jitter * (2.0 * rng_uniform(s.rng) - 1.0);
+    Fighter& f = s.f[i];
+    f.x = side * dist * ax + offset * lx;
+    f.y = side * dist * ay + offset * ly;
+    f.vx = p.spawn_speed * cos(heading);
+    f.vy = p.spawn_speed * sin(heading);
+    f.cooldown = 0.0;
+    f.missiles_left = p.missiles_per_fighter;
+    f.alive = 1;
+  }
+  for (int i = n; i < MAX_FIGHTERS; ++i) {
+    s.f[i] = Fighter{0, 0, 0, 0, 0, 0, 0};
+  }
+  for (int k = 0; k < MAX_MISSILES; ++k) s.m[k] = Missile{0, 0, 0, 0, 0, -1, -1, 0};
+  s.steps = 0;
+  s.decisions = 0;
+}
+
+// ---------------------------------------------------------------- physics
+
+// One semi-implicit Euler step of a point mass with the DESIGN.md aerodynamics.
+// u is the turn command in [-1, 1] (positive turns left), limited by max_g.
+ARENA_HD void integrate(double& x, double& y, double& vx, double& vy, double u, double thrust,
+                        double cd0, double k, double rmin, double max_g, double g, double dt) {
+  const double v2 = vx * vx + vy * vy;
+  const double v = sqrt(v2);
+  double ax = 0.0, ay = 0.0;
+  if (v > 1e-9) {
+    const double ulim = max_g * g * rmin / v2;
+    const double ue = clampd(u, -ulim, ulim);
+    const double cl = fabs(ue) / rmin;
+    const double a_par = thrust - (cd0 + k * cl * cl) * v2;
+    const double a_perp = v2 * ue / rmin;
+    const double hx = vx / v, hy = vy / v;
+    ax = a_par * hx - a_perp * hy;
+    ay = a_par * hy + a_perp * hx;
+  }
+  vx += ax * dt;
+  vy += ay * dt;
+  x += vx * dt;
+  y += vy * dt;
+}
+
+// Proportional navigation: u = clamp(N * lambda_dot), with the line-of-sight rate
+// lambda_dot = (r x v_rel) / |r|^2 computed analytically.
+ARENA_HD double pn_command(const Missile& m, const Fighter& t, double nav_gain) {
+  const double rx = t.x - m.x, ry = t.y - m.y;
+  const double wx = t.vx - m.vx, wy = t.vy - m.vy;
+  const double r2 = rx * rx + ry * ry;
+  if (r2 < 1e-9) return 0.0;
+  const double lambda_dot = (rx * wy - ry * wx) / r2;
+  return clampd(nav_gain * lambda_dot, -1.0, 1.0);
+}
+
+// Closest approach of two straight segments travelled in the same time interval.
+ARENA_HD double swept_distance2(double ax0, double ay0, double ax1, double ay1, double bx0,
+                                double by0, double bx1, double by1) {
+  const double dx = ax0 - bx0, dy = ay0 - by0;
+  const double ex = (ax1 - ax0) - (bx1 - bx0), ey = (ay1 - ay0) - (by1 - by0);
+  const double ee = ex * ex + ey * ey;
+  double t = 0.0;
+  if (ee > 1e-12) t = clampd(-(dx * ex + dy * ey) / ee, 0.0, 1.0);
+  const double cx = dx + t * ex, cy = dy + t * ey;
+  return cx * cx + cy * cy;
+}
+
+// Launch from fighter i at the alive enemy with the smallest off-boresight angle
+// inside the cone. No enemy in the cone: nothing happens and no missile is spent.
+ARENA_HD bool try_launch(const Params& p, const Derived& d, State& s, int i) {
+  Fighter& f = s.f[i];
+  if (!f.alive || f.missiles_left <= 0 || f.cooldown > 1e-9) return false;
+  const double v = sqrt(f.vx * f.vx + f.vy * f.vy);
+  if (v < 1e-9) return false;
+  const double hx = f.vx / v, hy = f.vy / v;
+  const int team = team_of(p, i);
+  int best = -1;
+  double best_cos = -2.0;
+  for (int j = 0; j < d.num_fighters; ++j) {
+    if (team_of(p, j) == team || !s.f[j].alive) continue;
+    const double rx = s.f[j].x - f.x, ry = s.f[j].y - f.y;
+    const double r = sqrt(rx * rx + ry * ry);
+    if (r < 1e-9) continue;
+    const double c = (hx * rx + hy * ry) / r;
+    if (c >= d.cos_cone && c > best_cos) {
+      best_cos = c;
+      best = j;
+    }
+  }
+  if (best < 0) return false;
+  const int slot = i * p.missiles_per_fighter + (p.missiles_per_fighter - f.missiles_left);
+  Missile& m = s.m[slot];
+  m.x = f.x + hx * p.launch_offset_m;
+  m.y = f.y + hy * p.launch_offset_m;
+  m.vx = f.vx;
+  m.vy = f.vy;
+  m.tof = 0.0;
+  m.owner = i;
+  m.target = best;
+  m.active = 1;
+  f.missiles_left -= 1;
+  f.cooldown = p.launch_cooldown_s;
+  return true;
+}
+
+// One physics step of the whole env. Returns the outcome if the match ended.
+ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const double* rudder,
+                             const double* throttle, int32_t* events, int8_t* end_reason) {
+  const int nf = d.num_fighters;
+  const int nm = nf * p.missiles_per_fighter;
+  double fx0[MAX_FIGHTERS], fy0[MAX_FIGHTERS];
+  int alive0[MAX_FIGHTERS];
+  double u_m[MAX_MISSILES];
+  // Guidance from the state at the start of the step.
+  for (int k = 0; k < nm; ++k) {
+    const Missile& m = s.m[k];
+    u_m[k] = m.active ? pn_command(m, s.f[m.target], p.nav_gain) : 0.0;
+  }
+  for (int i = 0; i < nf; ++i) {
+    Fighter& f = s.f[i];
+    fx0[i] = f.x;
+    fy0[i] = f.y;
+    alive0[i] = f.alive;
+    if (!f.alive) continue;
+    integrate(f.x, f.y, f.vx, f.vy, rudder[i], d.f_thrust * throttle[i], d.f_cd0, d.f_k,
+              p.fighter_rmin, p.fighter_max_g, p.g, p.dt);
+    f.cooldown = f.cooldown - p.dt > 0.0 ? f.cooldown - p.dt : 0.0;
+  }
+  for (int k = 0; k < nm; ++k) {
+    Missile& m = s.m[k];
+    if (!m.active) continue;
+    const double mx0 = m.x, my0 = m.y;
+    const double thrust = m.tof < p.missile_burn_s ? d.m_thrust : 0.0;
+    integrate(m.x, m.y, m.vx, m.vy, u_m[k], thrust, d.m_cd0, d.m_k, p.missile_rmin,
+              p.missile_max_g, p.g, p.dt);
+    m.tof += p.dt;
+    const int t = m.target;
+    // Swept hit test: a target alive at the start of the step, however fast the crossing.
+    if (alive0[t] &&
+        swept_distance2(mx0, my0, m.x, m.y, fx0[t], fy0[t], s.f[t].x, s.f[t].y) <=
+            p.hit_radius_m * p.hit_radius_m) {
+      m.active = 0;
+      events[m.owner * NUM_EVENTS + EV_HITS] += 1;
+      events[t * NUM_EVENTS + EV_WAS_HIT] += 1;
+      if (s.f[t].alive) {
+        s.f[t].alive = 0;
+        events[m.owner * NUM_EVENTS + EV_KILLS] += 1;
+        events[t * NUM_EVENTS + EV_DIED] += 1;
+      }
+      continue;
+    }
+    const double v2 = m.vx * m.vx + m.vy * m.vy;
+    const bool burnt_out = m.tof >= p.missile_burn_s;
+    if (m.tof >= p.missile_max_time_s ||
+        (burnt_out && v2 < p.missile_min_speed * p.missile_min_speed)) {
+      m.active = 0;
+    }
+  }
+  const double r2max = p.arena_radius_m * p.arena_radius_m;
+  for (int i = 0; i < nf; ++i) {
+    Fighter& f = s.f[i];
+    if (f.alive && f.x * f.x + f.y * f.y > r2max) {
+      f.alive = 0;
+      events[i * NUM_EVENTS + EV_DIED] += 1;
+      events[i * NUM_EVENTS + EV_LEFT_ARENA] += 1;
+    }
+  }
+  // A missile whose target is gone has nothing to guide on: it is removed.
+  bool any_missile = false;
+  for (int k = 0; k < nm; ++k) {
+    Missile& m = s.m[k];
+    if (m.active && !s.f[m.target].alive) m.active = 0;
+    any_missile = any_missile || m.active;
+  }
+  s.steps += 1;
+
+  int alive_team[2] = {0, 0};
+  bool any_ammo = false;
+  for (int i = 0; i < nf; ++i) {
+    if (!s.f[i].alive) continue;
+    alive_team[team_of(p, i)] += 1;
+    any_ammo = any_ammo || s.f[i].missiles_left > 0;
+  }
+  if (alive_team[0] == 0 && alive_team[1] == 0) {
+    *end_reason = END_MUTUAL;
+    return OUTCOME_DRAW;
+  }
+  if (alive_team[0] == 0) {
+    *end_reason = END_ELIMINATION;
+    return OUTCOME_TEAM1;
+  }
+  if (alive_team[1] == 0) {
+    *end_reason = END_ELIMINATION;
+    return OUTCOME_TEAM0;
+  }
+  if (!any_ammo && !any_missile) {
+    *end_reason = END_NO_MISSILES;
+    return OUTCOME_DRAW;
+  }
+  if (s.steps >= d.max_steps) {
+    *end_reason = END_TIME_LIMIT;
+    return OUTCOME_DRAW;
+  }
+  return OUTCOME_NONE;
+}
+
+// ---------------------------------------------------------------- observation
+
+// Bearing of vector (rx, ry) seen from heading (hx, hy): sin positive to the left.
+ARENA_HD void bearing(double hx, double hy, double rx, double ry, double r, float* out) {
+  if (r < 1e-9) {
+    out[0] = 0.0f;
+    out[1] = 1.0f;
+    return;
+  }
+  out[0] = static_cast<float>((hx * ry - hy * rx) / r);
+  out[1] = static_cast<float>((hx * rx + hy * ry) / r);
+}
+
+ARENA_HD void unit_heading(double vx, double vy, double& hx, double& hy) {
+  const double v = sqrt(vx * vx + vy * vy);
+  if (v < 1e-9) {
+    hx = 1.0;
+    hy = 0.0;
+  } else {
+    hx = vx / v;
+    hy = vy / v;
+  }
+}
+
+// Insertion sort of up to MAX_MISSILES (key, index) pairs, stable: ties keep index order.
+ARENA_HD void sort_by_key(double* key, int* idx, int n) {
+  for (int a = 1; a < n; ++a) {
+    const double k = key[a];
+    const int v = idx[a];
+    int b = a - 1;
+    while (b >= 0 && key[b] > k) {
+      key[b + 1] = key[b];
+      idx[b + 1] = idx[b];
+      --b;
+    }
+    key[b + 1] = k;
+    idx[b + 1] = v;
+  }
+}
+
+ARENA_HD void write_fighter(const Fighter& me, double hx, double hy, const Fighter& o,
+                            const Params& p, float* out) {
+  out[0] = 1.0f;
+  out[1] = o.alive ? 1.0f : 0.0f;
+  if (!o.alive) return;  // the rest stays zero
+  const double rx = o.x - me.x, ry = o.y - me.y;
+  const double r = sqrt(rx * rx + ry * ry);
+  out[2] = static_cast<float>(r / RANGE_SCALE);
+  bearing(hx, hy, rx, ry, r, out + 3);
+  double ohx, ohy;
+  unit_heading(o.vx, o.vy, ohx, ohy);
+  bearing(ohx, ohy, -rx, -ry, r, out + 5);  // aspect: where I am as seen from its nose
+  const double closing = r > 1e-9 ? -(rx * (o.vx - me.vx) + ry * (o.vy - me.vy)) / r : 0.0;
+  out[7] = static_cast<float>(closing / SPEED_SCALE);
+  out[8] = static_cast<float>(sqrt(o.vx * o.vx + o.vy * o.vy) / p.fighter_vt);
+}
+
+// Missile features: present, range, bearing sin/cos (from me), speed, closing speed, tof.
+// `ref` is the fighter the range and closing speed are measured to.
+ARENA_HD void write_missile(const Fighter& me, double hx, double hy, const Missile& m,
+                            const Fighter& ref, const Params& p, float* out) {
+  out[0] = 1.0f;
+  const double rx = ref.x - m.x, ry = ref.y - m.y;
+  const double r = sqrt(rx * rx + ry * ry);
+  out[1] = static_cast<float>(r / RANGE_SCALE);
+  const double bx = m.x - me.x, by = m.y - me.y;
+  bearing(hx, hy, bx, by, sqrt(bx * bx + by * by), out + 2);
+  out[4] = static_cast<float>(sqrt(m.vx * m.vx + m.vy * m.vy) / SPEED_SCALE);
+  const double closing = r > 1e-9 ? (rx * (m.vx - ref.vx) + ry * (m.vy - ref.vy)) / r : 0.0;
+  out[5] = static_cast<float>(closing / SPEED_SCALE);
+  out[6] = static_cast<float>(m.tof / p.missile_max_time_s);
+}
+
+// Ego-centric observation of fighter i; all zeros once it is dead.
+ARENA_HD void observe_fighter(const Params& p, const Derived& d, const State& s, int i, float* out) {
+  const int dim = obs_dim(p);
+  for (int c = 0; c < dim; ++c) out[c] = 0.0f;
+  const Fighter& me = s.f[i];
+  if (!me.alive) return;
+  double hx, hy;
+  unit_heading(me.vx, me.vy, hx, hy);
+  const double dist_c = sqrt(me.x * me.x + me.y * me.y);
+  out[0] = 1.0f;
+  out[1] = static_cast<float>(sqrt(me.vx * me.vx + me.vy * me.vy) / p.fighter_vt);
+  bearing(hx, hy, -me.x, -me.y, dist_c, out + 2);
+  out[4] = static_cast<float>((p.arena_radius_m - dist_c) / RANGE_SCALE);
+  out[5] = static_cast<float>(static_cast<double>(me.missiles_left) / p.missiles_per_fighter);
+  out[6] = static_cast<float>(p.launch_cooldown_s > 0 ? me.cooldown / p.launch_cooldown_s : 0.0);
+  out[7] = static_cast<float>(1.0 - static_cast<double>(s.steps) / d.max_steps_f);
+
+  // Enemies then allies, each alive ones by range, then the dead, then padding.
+  const int team = team_of(p, i);
+  float* block = out + SELF_FEATURES;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool enemies = pass == 0;
+    double key[MAX_FIGHTERS];
+    int idx[MAX_FIGHTERS];
+    int n = 0;
+    for (int j = 0; j < d.num_fighters; ++j) {
+      if (j == i || (team_of(p, j) != team) != enemies) continue;
+      const double rx = s.f[j].x - me.x, ry = s.f[j].y - me.y;
+      key[n] = s.f[j].alive ? sqrt(rx * rx + ry * ry) : 1e300;
+      idx[n] = j;
+      ++n;
+    }
+    sort_by_key(key, idx, n);
+    for (int a = 0; a < n; ++a) write_fighter(me, hx, hy, s.f[idx[a]], p, block + a * FIGHTER_FEATURES);
+    block += FIGHTER_FEATURES * (enemies ? d.max_team : d.max_team - 1);
+  }
+
+  // Missiles threatening me (by range to me), then my own in flight (by range to their target).
+  const int nm = d.num_fighters * p.missiles_per_fighter;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool threats = pass == 0;
+    double key[MAX_MISSILES];
+    int idx[MAX_MISSILES];
+    int n = 0;
+    for (int k = 0; k < nm; ++k) {
+      const Missile& m = s.m[k];
+      if (!m.active || (threats ? m.target != i : m.owner != i)) continue;
+      const Fighter& ref = threats ? me : s.f[m.target];
+      const double rx = ref.x - m.x, ry = ref.y - m.y;
+      key[n] = sqrt(rx * rx + ry * ry);
+      idx[n] = k;
+      ++n;
+    }
+    sort_by_key(key, idx, n);
+    const int shown = n < p.tracked_missiles ? n : p.tracked_missiles;
+    for (int a = 0; a < shown; ++a) {
+      const Missile& m = s.m[idx[a]];
+      write_missile(me, hx, hy, m, threats ? me : s.f[m.target], p, block + a * MISSILE_FEATURES);
+    }
+    block += MISSILE_FEATURES * p.tracked_missiles;
+  }
+}
+
+ARENA_HD void observe(const Params& p, const Derived& d, const State& s, float* obs) {
+  const int dim = obs_dim(p);
+  for (int i = 0; i < d.num_fighters; ++i) observe_fighter(p, d, s, i, obs + i * dim);
+}
+
+// ---------------------------------------------------------------- decision step
+
+// One decision: fire, then frame_skip physics steps (fewer if the match ends), then the
+// results; a finished env reports its final observation and is reset in place.
+ARENA_HD void step(const Params& p, const Derived& d, State& s, const int32_t* actions, EnvOut out) {
+  const int nf = d.num_fighters;
+  double rudder[MAX_FIGHTERS], throttle[MAX_FIGHTERS];
+  for (int i = 0; i < nf * NUM_EVENTS; ++i) out.events[i] = 0;
+  for (int i = 0; i < nf; ++i) {
+    const int32_t* a = actions + i * NUM_ACTION_DIMS;
+    rudder[i] = 0.5 * (a[0] - 2);    // {-1, -.5, 0, .5, 1}
+    throttle[i] = 0.5 * a[1];        // {0, .5, 1}
+    if (a[2] == 1 && try_launch(p, d, s, i)) out.events[i * NUM_EVENTS + EV_FIRED] += 1;
+  }
+  int8_t outcome = OUTCOME_NONE;
+  int8_t reason = END_NONE;
+  for (int k = 0; k < p.frame_skip && outcome == OUTCOME_NONE; ++k) {
+    outcome = physics_step(p, d, s, rudder, throttle, out.events, &reason);
+  }
+  s.decisions += 1;
+  *out.outcome = outcome;
+  *out.end_reason = reason;
+  const bool done = outcome != OUTCOME_NONE;
+  *out.done = done ? 1 : 0;
+  for (int i = 0; i < nf; ++i) {
+    float r = 0.0f;
+    if (outcome == OUTCOME_TEAM0 || outcome == OUTCOME_TEAM1) r = team_of(p, i) == outcome ? 1.0f : -1.0f;
+    out.rewards[i] = r;
+    out.terminals[i] = done && reason != END_TIME_LIMIT ? 1 : 0;
+    out.truncations[i] = reason == END_TIME_LIMIT ? 1 : 0;
+  }
+  if (done) {
+    *out.episode_length = s.decisions;
+    observe(p, d, s, out.final_obs);
+    reset(p, s);
+  }
+  observe(p, d, s, out.obs);
+}
+
+}  // namespace midrange
+}  // namespace arena
