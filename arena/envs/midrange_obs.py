@@ -61,20 +61,24 @@ class MidrangeObsLayout:
     def enemies(self, obs: np.ndarray) -> np.ndarray:
         """[n, max_team, 9] view, nearest alive first."""
         n = len(FIGHTER)
-        return obs[:, self.enemies_start : self.allies_start].reshape(-1, self.max_team, n)
+        return obs[:, self.enemies_start : self.allies_start].reshape(len(obs), self.max_team, n)
 
     def allies(self, obs: np.ndarray) -> np.ndarray:
         """[n, max_team - 1, 9] view."""
         n = len(FIGHTER)
-        return obs[:, self.allies_start : self.threats_start].reshape(-1, self.max_team - 1, n)
+        return obs[:, self.allies_start : self.threats_start].reshape(len(obs), self.max_team - 1, n)
 
     def threats(self, obs: np.ndarray) -> np.ndarray:
         """[n, K, 7] view of missiles locked on this fighter, nearest first."""
-        return obs[:, self.threats_start : self.own_missiles_start].reshape(-1, self.tracked_missiles, 7)
+        return obs[:, self.threats_start : self.own_missiles_start].reshape(
+            len(obs), self.tracked_missiles, len(MISSILE)
+        )
 
     def own_missiles(self, obs: np.ndarray) -> np.ndarray:
         """[n, K, 7] view of this fighter's missiles in flight."""
-        return obs[:, self.own_missiles_start : self.obs_dim].reshape(-1, self.tracked_missiles, 7)
+        return obs[:, self.own_missiles_start : self.obs_dim].reshape(
+            len(obs), self.tracked_missiles, len(MISSILE)
+        )
 
 
 def feature(name: str, table: tuple[str, ...]) -> int:

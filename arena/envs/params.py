@@ -7,6 +7,8 @@ name or an out-of-range value raises ``ValueError`` naming it and what is allowe
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,12 +78,13 @@ def validate_overrides(game: str, table: dict[str, Param], overrides: dict[str, 
             allowed = ", ".join(sorted(table))
             raise ValueError(f"unknown parameter {name!r} for game {game!r}; allowed: {allowed}")
         p = table[name]
+        is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
         if p.kind is int:
-            if isinstance(value, bool) or not float(value).is_integer():
+            if not is_number or not float(value).is_integer():
                 raise ValueError(f"{name} must be an integer in [{p.low:g}, {p.high:g}], got {value!r}")
             value = int(value)
         else:
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if not is_number:
                 raise ValueError(f"{name} must be a number in [{p.low:g}, {p.high:g}], got {value!r}")
             value = float(value)
         if not (p.low <= value <= p.high):  # also rejects NaN
@@ -91,17 +94,17 @@ def validate_overrides(game: str, table: dict[str, Param], overrides: dict[str, 
 
 
 def validate_team_sizes(team_sizes: Any) -> tuple[int, int]:
-    try:
-        a, b = (int(x) for x in team_sizes)
-        ok = [float(x).is_integer() for x in team_sizes] == [True, True]
-    except (TypeError, ValueError):
-        ok = False
-    if not ok or not (1 <= a <= MAX_TEAM and 1 <= b <= MAX_TEAM):
+    def is_size(x: Any) -> bool:
+        return isinstance(x, numbers.Real) and not isinstance(x, bool) and float(x).is_integer()
+
+    ok = isinstance(team_sizes, Sequence) and not isinstance(team_sizes, str)
+    ok = ok and len(team_sizes) == 2 and all(map(is_size, team_sizes))
+    if not ok or not all(1 <= x <= MAX_TEAM for x in team_sizes):
         raise ValueError(
             f"team_sizes={team_sizes!r} is out of range: allowed two integers in [1, {MAX_TEAM}], "
             "e.g. (1, 1), (4, 4) or (2, 3)"
         )
-    return a, b
+    return int(team_sizes[0]), int(team_sizes[1])
 
 
 def check_midrange_consistency(values: dict[str, Any]) -> None:

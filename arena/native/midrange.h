@@ -56,6 +56,9 @@ struct Params {
 // Constants derived once from Params (drag coefficients, step counts).
 struct Derived {
   double f_cd0, f_k, f_thrust, m_cd0, m_k, m_thrust, cos_cone, max_steps_f;
+  // Missile timers accumulate tof += dt; comparing against these (a millionth of a step early)
+  // makes a 10 s burn last exactly 10 s / dt steps despite rounding in the sum.
+  double burn_end_s, max_time_end_s;
   int max_steps, max_team, num_fighters;
 };
 
@@ -68,6 +71,8 @@ ARENA_HD Derived derive(const Params& p) {
   d.m_k = 1.0 / (4.0 * d.m_cd0 * p.missile_ld * p.missile_ld);
   d.m_thrust = p.missile_thrust_g * p.g;
   d.cos_cone = cos(p.launch_cone_deg * 3.14159265358979323846 / 180.0);
+  d.burn_end_s = p.missile_burn_s - 1e-6 * p.dt;
+  d.max_time_end_s = p.missile_max_time_s - 1e-6 * p.dt;
   d.max_steps_f = ceil(p.time_limit_s / p.dt - 1e-9);
   d.max_steps = static_cast<int>(d.max_steps_f);
   d.max_team = p.team_size[0] > p.team_size[1] ? p.team_size[0] : p.team_size[1];
@@ -250,7 +255,7 @@ ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const 
     Missile& m = s.m[k];
     if (!m.active) continue;
     const double mx0 = m.x, my0 = m.y;
-    const double thrust = m.tof < p.missile_burn_s ? d.m_thrust : 0.0;
+    const double thrust = m.tof < d.burn_end_s ? d.m_thrust : 0.0;
     integrate(m.x, m.y, m.vx, m.vy, u_m[k], thrust, d.m_cd0, d.m_k, p.missile_rmin,
               p.missile_max_g, p.g, p.dt);
     m.tof += p.dt;
@@ -270,8 +275,8 @@ ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const 
       continue;
     }
     const double v2 = m.vx * m.vx + m.vy * m.vy;
-    const bool burnt_out = m.tof >= p.missile_burn_s;
-    if (m.tof >= p.missile_max_time_s ||
+    const bool burnt_out = m.tof >= d.burn_end_s;
+    if (m.tof >= d.max_time_end_s ||
         (burnt_out && v2 < p.missile_min_speed * p.missile_min_speed)) {
       m.active = 0;
     }

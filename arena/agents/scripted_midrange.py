@@ -1,0 +1,249 @@
+"""Scripted midrange pilots: a uniform random pilot and a rule-based BVR pilot.
+
+Both read only the observation (layout in ``arena/envs/midrange_obs.py``) and decide every row
+at once with numpy. Angles are relative to the fighter's nose, positive to the LEFT, as the
+observation's bearings and the rudder are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from arena.agents.scripted import ScriptedAgent
+from arena.envs.midrange_obs import FIGHTER, MISSILE, RANGE_SCALE_M, SELF, SPEED_SCALE_MS, MidrangeObsLayout
+
+ACTION_NVEC = (5, 3, 2)  # rudder {-1, -.5, 0, .5, 1}, throttle {0, .5, 1}, fire {0, 1}
+RUDDER_CENTRE = 2
+FULL_THROTTLE = 2
+
+_S = {name: i for i, name in enumerate(SELF)}
+_F = {name: i for i, name in enumerate(FIGHTER)}
+_M = {name: i for i, name in enumerate(MISSILE)}
+
+
+def wrap(angle: np.ndarray) -> np.ndarray:
+    """Angle wrapped into (-pi, pi]."""
+    return np.pi - np.mod(np.pi - angle, 2.0 * np.pi)
+
+
+def angle_of(sin: np.ndarray, cos: np.ndarray) -> np.ndarray:
+    """Bearing in radians from its sin/cos features (0 for zero padding)."""
+    return np.arctan2(sin, cos)
+
+
+class MidrangePilot(ScriptedAgent):
+    """Base of the midrange pilots: the layout for the given team sizes and missile lists."""
+
+    game = "midrange"
+
+    def __init__(self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> None:
+        self.layout = MidrangeObsLayout(tuple(int(t) for t in team_sizes), int(tracked_missiles))
+        super().__init__(self.layout.obs_dim, ACTION_NVEC)
+
+    # The layout's views cannot reshape an empty block (allies in 1v1, missiles with K = 0).
+    def allies(self, obs: np.ndarray) -> np.ndarray:
+        """[n, max_team - 1, 9]: allies by range."""
+        if self.layout.max_team == 1:
+            return np.zeros((len(obs), 0, len(FIGHTER)), dtype=obs.dtype)
+        return self.layout.allies(obs)
+
+    def threats(self, obs: np.ndarray) -> np.ndarray:
+        """[n, K, 7]: missiles locked on me, nearest first."""
+        if self.layout.tracked_missiles == 0:
+            return np.zeros((len(obs), 0, len(MISSILE)), dtype=obs.dtype)
+        return self.layout.threats(obs)
+
+    def own_missiles(self, obs: np.ndarray) -> np.ndarray:
+        """[n, K, 7]: my missiles in flight."""
+        if self.layout.tracked_missiles == 0:
+            return np.zeros((len(obs), 0, len(MISSILE)), dtype=obs.dtype)
+        return self.layout.own_missiles(obs)
+
+
+class RandomPilot(MidrangePilot):
+    """Uniformly random rudder, throttle and fire, from a seeded numpy generator."""
+
+    name = "random"
+
+    def __init__(
+        self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4, seed: int = 0
+    ) -> None:
+        super().__init__(team_sizes, tracked_missiles)
+        self.rng = np.random.default_rng(seed)
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        return self.rng.integers(0, np.asarray(self.action_nvec), size=(len(obs), self.action_dims))
+
+
+@dataclass(frozen=True)
+class HeuristicTuning:
+    """The numbers behind the heuristic pilot's rules (distances in km, times in s)."""
+
+    fire_range_km: float = 14.0  # fire at a target inside this range...
+    fire_range_per_closing_km: float = 8.0  # ...plus this much per km/s of closing speed
+    fire_min_range_km: float = 1.0  # too close for the missile to turn onto the target
+    fire_cone_deg: float = 20.0  # target within this angle off the nose
+    defend_time_s: float = 40.0  # a closing threat with less time to go than this is defended
+    defend_range_km: float = 6.0  # a threat inside this range is defended, closing or not
+    drag_time_s: float = 20.0  # crank above this time to go, drag (threat on the tail) below it
+    crank_deg: float = 70.0  # threat this far off the nose while cranking
+    boundary_soft_km: float = 12.0  # start bending the heading toward the centre here...
+    boundary_hard_km: float = 4.0  # ...and keep it within ``boundary_max_off_deg`` of it here
+    boundary_max_off_deg: float = 60.0
+    rudder_full_deg: float = 8.0  # heading error that asks for full rudder
+    burn_fraction_of_flight: float = 10.0 / 60.0  # motor burn / longest flight (game defaults)
+
+
+class HeuristicPilot(MidrangePilot):
+    """A beyond-visual-range pilot built from a few rules, every row decided independently.
+
+    1. Attack: head at full throttle for the nearest alive enemy that no ally is nearer to (so
+       a team spreads over the enemies); fire when it is inside the cone and the range (longer
+       when closing fast) and is the enemy the missile will lock, with cooldown done, missiles
+       left, and no own missile still live (one in flight at a time: the observation does not
+       say which enemy an own missile chases).
+    2. Defend: a missile locked on me with little time to go (or very close) overrides the
+       attack: far out, crank (threat ~70 deg off the nose, turning away on its side); close in,
+       drag (threat on the tail) so the missile runs out of energy chasing me.
+    3. Boundary: near the arena edge the chosen heading is bent toward the centre, the more so
+       the closer the edge, because leaving the arena is death.
+    """
+
+    name = "heuristic"
+
+    def __init__(
+        self,
+        team_sizes: tuple[int, int] = (1, 1),
+        tracked_missiles: int = 4,
+        tuning: HeuristicTuning | None = None,
+    ) -> None:
+        super().__init__(team_sizes, tracked_missiles)
+        self.tuning = tuning or HeuristicTuning()
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        me = self.layout.self_features(obs)
+        enemies = self.layout.enemies(obs)
+        target = self._choose_target(obs)
+        rows = np.arange(len(obs))
+        enemy = enemies[rows, np.maximum(target, 0)]
+        has_target = target >= 0
+        bearing = angle_of(enemy[:, _F["bearing_sin"]], enemy[:, _F["bearing_cos"]])
+        target_bearing = np.where(has_target, bearing, 0.0)
+
+        threatened, defend_heading = self._defence(obs)
+        heading = np.where(threatened, defend_heading, target_bearing)
+        heading = self._bend_from_boundary(me, heading)
+
+        actions = np.empty((len(obs), 3), dtype=np.int32)
+        actions[:, 0] = self._rudder(heading)
+        actions[:, 1] = FULL_THROTTLE
+        actions[:, 2] = self._fire(obs, enemy, has_target, target_bearing)
+        return actions
+
+    # ------------------------------------------------------------------ rules
+
+    def _defence(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which rows defend, and the heading (relative, rad) that defends them."""
+        t = self.tuning
+        threats = self.threats(obs)  # [n, K, 7]
+        n = len(obs)
+        if threats.shape[1] == 0:  # no threat list in this layout
+            return np.zeros(n, dtype=bool), np.zeros(n)
+        present = threats[:, :, _M["present"]] > 0.5
+        range_km = threats[:, :, _M["range"]] * (RANGE_SCALE_M / 1000.0)
+        closing_kms = threats[:, :, _M["closing"]] * (SPEED_SCALE_MS / 1000.0)
+        time_to_go = np.where(closing_kms > 1e-3, range_km / np.maximum(closing_kms, 1e-3), np.inf)
+        urgent = present & ((time_to_go < t.defend_time_s) | (range_km < t.defend_range_km))
+        # The worst threat: least time to go, a near one that is not closing (yet) counting as
+        # closing slowly, since it can still turn back onto me.
+        urgency = np.where(urgent, range_km / np.maximum(closing_kms, 0.3), np.inf)
+        worst = threats[np.arange(n), np.argmin(urgency, axis=1)]
+        bearing = angle_of(worst[:, _M["bearing_sin"]], worst[:, _M["bearing_cos"]])
+        worst_range = worst[:, _M["range"]] * (RANGE_SCALE_M / 1000.0)
+        worst_closing = worst[:, _M["closing"]] * (SPEED_SCALE_MS / 1000.0)
+        side = np.where(bearing >= 0.0, 1.0, -1.0)  # the threat is on my left (+1) or right
+        crank = bearing - side * np.deg2rad(t.crank_deg)
+        drag = wrap(bearing + np.pi)
+        drag_now = (worst_range < t.drag_time_s * np.maximum(worst_closing, 0.0)) | (
+            worst_range < t.defend_range_km
+        )
+        return urgent.any(axis=1), np.where(drag_now, drag, crank)
+
+    def _bend_from_boundary(self, me: np.ndarray, heading: np.ndarray) -> np.ndarray:
+        """Clamps the heading to within an allowed angle of the centre near the edge."""
+        t = self.tuning
+        boundary_km = me[:, _S["boundary"]] * (RANGE_SCALE_M / 1000.0)
+        centre = angle_of(me[:, _S["centre_sin"]], me[:, _S["centre_cos"]])
+        closeness = np.clip(
+            (t.boundary_soft_km - boundary_km) / (t.boundary_soft_km - t.boundary_hard_km), 0.0, 1.0
+        )
+        allowed = np.pi - closeness * (np.pi - np.deg2rad(t.boundary_max_off_deg))
+        off = wrap(heading - centre)
+        return centre + np.clip(off, -allowed, allowed)
+
+    def _rudder(self, heading: np.ndarray) -> np.ndarray:
+        """Rudder index turning the nose toward ``heading`` (positive = left = high index)."""
+        command = np.clip(wrap(heading) / np.deg2rad(self.tuning.rudder_full_deg), -1.0, 1.0)
+        return (RUDDER_CENTRE + np.rint(2.0 * command)).astype(np.int32)
+
+    def _choose_target(self, obs: np.ndarray) -> np.ndarray:
+        """Index (in the enemy list) of the enemy to attack per row, -1 with none alive.
+
+        Each alive enemy is left to the friendly fighter nearest to it, so allies that see the
+        same picture spread over the enemies instead of all shooting the nearest one; a fighter
+        that is nearest to no enemy takes its own nearest.
+        """
+        enemies = self.layout.enemies(obs)
+        alive = enemies[:, :, _F["alive"]] > 0.5
+        my_range = np.where(alive, enemies[:, :, _F["range"]], np.inf)  # [n, E]
+        allies = self.allies(obs)
+        if allies.shape[1]:
+            ex, ey = _position(enemies)
+            ax, ay = _position(allies)
+            ally_range = np.hypot(ex[:, None, :] - ax[:, :, None], ey[:, None, :] - ay[:, :, None])
+            ally_alive = allies[:, :, _F["alive"]] > 0.5
+            ally_range = np.where(ally_alive[:, :, None], ally_range, np.inf)  # [n, A, E]
+            mine = alive & (my_range <= ally_range.min(axis=1))
+        else:
+            mine = alive
+        claimed = np.where(mine, my_range, np.inf)
+        target = np.where(mine.any(axis=1), claimed.argmin(axis=1), my_range.argmin(axis=1))
+        return np.where(alive.any(axis=1), target, -1)
+
+    def _fire(
+        self, obs: np.ndarray, enemy: np.ndarray, has_target: np.ndarray, target_bearing: np.ndarray
+    ) -> np.ndarray:
+        """Fire at the target when the shot is good and none of my missiles is still live."""
+        t = self.tuning
+        me = self.layout.self_features(obs)
+        range_km = enemy[:, _F["range"]] * (RANGE_SCALE_M / 1000.0)
+        closing_kms = enemy[:, _F["closing"]] * (SPEED_SCALE_MS / 1000.0)
+        max_range = t.fire_range_km + t.fire_range_per_closing_km * closing_kms
+        in_envelope = (range_km < max_range) & (range_km > t.fire_min_range_km)
+        in_cone = np.abs(target_bearing) < np.deg2rad(t.fire_cone_deg)
+        ready = (me[:, _S["missiles"]] > 1e-6) & (me[:, _S["cooldown"]] < 1e-6)
+        # The missile locks on the enemy nearest the nose: it must be the target.
+        enemies = self.layout.enemies(obs)
+        off_nose = np.abs(angle_of(enemies[:, :, _F["bearing_sin"]], enemies[:, :, _F["bearing_cos"]]))
+        off_nose = np.where(enemies[:, :, _F["alive"]] > 0.5, off_nose, np.inf)
+        locks_target = np.abs(target_bearing) <= off_nose.min(axis=1) + 1e-6
+        return has_target & in_envelope & in_cone & ready & locks_target & ~self._missile_in_flight(obs)
+
+    def _missile_in_flight(self, obs: np.ndarray) -> np.ndarray:
+        """Whether one of my missiles is still a danger to its target: motor burning or closing.
+
+        The observation does not say which enemy an own missile chases, so the discipline is
+        one live missile at a time; a missile its target has outrun frees the next shot.
+        """
+        own = self.own_missiles(obs)  # [n, K, 7]
+        burning = own[:, :, _M["tof"]] < self.tuning.burn_fraction_of_flight
+        live = (own[:, :, _M["present"]] > 0.5) & ((own[:, :, _M["closing"]] > 0.0) | burning)
+        return live.any(axis=1)
+
+
+def _position(fighters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (x ahead, y left, in range units) of a [n, m, 9] fighter block, relative to me."""
+    r = fighters[:, :, _F["range"]]
+    return r * fighters[:, :, _F["bearing_cos"]], r * fighters[:, :, _F["bearing_sin"]]

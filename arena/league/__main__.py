@@ -1,0 +1,39 @@
+"""`python -m arena.league show RUN_DIR [--out DIR] [--x match|step]`: leaderboard and league plots."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+
+from arena.league.view import show
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m arena.league", description="Inspect a league store.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    show_cmd = commands.add_parser("show", help="print the leaderboard and write rating and payoff PNGs")
+    show_cmd.add_argument("run_dir", help="run directory holding league.sqlite")
+    show_cmd.add_argument("--out", default=None, help="directory for the PNGs (default: RUN_DIR)")
+    show_cmd.add_argument("--x", choices=("match", "step"), default="match",
+                          help="x axis of the rating curves: match index or learner step")
+    args = parser.parse_args(argv)
+
+    console = Console()
+    try:
+        view = show(args.run_dir, args.out, x=args.x)
+    except (FileNotFoundError, ValueError) as err:
+        Console(stderr=True).print(f"[red]error:[/red] {err}")
+        return 2
+    wanted = console.measure(view.table, options=console.options.update_width(1000)).maximum
+    if wanted > console.width:  # wrap in a narrow terminal rather than cut the numbers short
+        console = Console(width=wanted)
+    console.print(view.table)
+    for image in view.images:
+        console.print(f"wrote {image}", soft_wrap=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

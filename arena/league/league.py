@@ -1,0 +1,112 @@
+"""The league: pool, payoff table and ratings kept in memory and written through to the league store.
+
+The entry points wire this to the trainer: they add players, report each finished match with
+`record_match`, ask a `Matchmaker(league.pool, league.payoff, ...)` for opponents, and feed
+`win_rates_vs_pool` to a `SnapshotGate`. Opening a run directory again resumes exactly where the store
+left off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from arena.league.outcome import OutcomeLike, parse_outcome
+from arena.league.payoff import PayoffTable
+from arena.league.players import Player, Pool
+from arena.league.ratings import Ratings
+from arena.league.store import LEAGUE_DB, META_DECAY, META_RATINGS, LeagueStore
+
+log = logging.getLogger(__name__)
+
+
+class League:
+    """In-memory league state backed by a LeagueStore; every change is committed before it is applied."""
+
+    def __init__(self, store: LeagueStore, *, decay: float | None = None,
+                 ratings_config: Mapping[str, float] | None = None) -> None:
+        self.store = store
+        meta = store.meta()
+        decay = _resolve(META_DECAY, decay, meta, default=1.0)
+        config = _resolve(META_RATINGS, dict(ratings_config) if ratings_config is not None else None, meta,
+                          default=Ratings().config())
+        state = store.load(decay)
+        self.pool = Pool(state.players)
+        self.payoff: PayoffTable = state.payoff
+        self.ratings = Ratings(**config)
+        for player_id, (mu, sigma) in state.ratings.items():
+            self.ratings.set(player_id, mu, sigma)
+        self.match_count = len(state.matches)
+        store.set_meta(META_DECAY, decay)
+        store.set_meta(META_RATINGS, self.ratings.config())
+
+    @classmethod
+    def open(cls, run_dir: str | os.PathLike[str], *, decay: float | None = None,
+             ratings_config: Mapping[str, float] | None = None) -> League:
+        """Open (or create) the league of a run directory, RUN_DIR/league.sqlite."""
+        return cls(LeagueStore(Path(run_dir) / LEAGUE_DB), decay=decay, ratings_config=ratings_config)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def add_player(self, player: Player) -> Player:
+        """Register a player (idempotent for an identical player)."""
+        self.store.add_player(player)
+        return self.pool.add(player)
+
+    def record_match(
+        self,
+        team_a: Sequence[str],
+        team_b: Sequence[str],
+        outcome: OutcomeLike,
+        *,
+        length: float | None = None,
+        learner_step: int | None = None,
+    ) -> int:
+        """Commit a finished match (outcome from team A's view), then update payoff and ratings.
+
+        A match with a player on both sides (mirror self-play) is stored and counted in the payoff
+        table but not rated: it says nothing about that player's skill.
+        """
+        result = parse_outcome(outcome)
+        for player_id in (*team_a, *team_b):
+            self.pool.get(player_id)
+        mirror = bool(set(team_a) & set(team_b))
+        new = {} if mirror else self.ratings.updated(team_a, team_b, result)
+        match_id = self.store.record_match(
+            team_a, team_b, result, length=length, learner_step=learner_step, ratings=new
+        )
+        self.payoff.record_teams(team_a, team_b, result)
+        for player_id, (mu, sigma) in new.items():
+            self.ratings.set(player_id, mu, sigma)
+        self.match_count += 1
+        return match_id
+
+    def win_rates_vs_pool(
+        self, learner_id: str, kinds: Sequence[str] = ("snapshot", "scripted")
+    ) -> dict[str, tuple[float, float]]:
+        """opponent id -> (score, decayed games) of the learner against each pool player of `kinds`."""
+        out = {}
+        for player in self.pool.of_kind(*kinds):
+            if player.player_id == learner_id:
+                continue
+            s = self.payoff.score(learner_id, player.player_id)
+            out[player.player_id] = (0.5 if s is None else s, self.payoff.games(learner_id, player.player_id))
+        return out
+
+    def last_snapshot_step(self, learner_id: str) -> int | None:
+        """Learner step of the newest snapshot frozen from `learner_id`, or None."""
+        latest = self.pool.latest_snapshot(parent=learner_id)
+        return None if latest is None else latest.step
+
+
+def _resolve(key: str, given: object, meta: Mapping[str, str], default: object) -> object:
+    stored = json.loads(meta[key]) if key in meta else None
+    if given is None:
+        return default if stored is None else stored
+    if stored is not None and stored != given:
+        log.warning("league %s changes on resume: stored %r, now %r", key, stored, given)
+    return given

@@ -1,0 +1,95 @@
+"""Payoff table: decayed win/draw/loss counts per pair of players.
+
+Each unordered pair is stored once, as counts from the point of view of the pair's first id (in sorted
+order), so `wdl(a, b)` and `wdl(b, a)` are mirror images by construction. Decay is per pair: each new
+result of a pair first multiplies that pair's existing counts by `decay`, so recent results weigh more
+(AlphaStar's payoff decay); decay = 1.0 keeps plain totals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from arena.league.outcome import OutcomeLike, parse_outcome
+
+
+class PayoffTable:
+    """W/D/L per pair of players with per-pair exponential decay."""
+
+    def __init__(self, decay: float = 1.0) -> None:
+        if not (isinstance(decay, int | float) and 0.0 < decay <= 1.0):
+            raise ValueError(f"payoff decay {decay!r} must be in (0, 1] (1.0 = no decay)")
+        self.decay = float(decay)
+        # (first, second) with first <= second -> [wins, draws, losses] of `first` against `second`.
+        self._counts: dict[tuple[str, str], np.ndarray] = {}
+
+    def record(self, a: str, b: str, outcome: OutcomeLike) -> None:
+        """Record one game of a against b; outcome is from a's point of view ("win"/"draw"/"loss", +1/0/-1).
+
+        A player against itself (mirror self-play) counts a decisive game as half a win and half a loss,
+        so its score stays 0.5 and its counts stay symmetric.
+        """
+        result = parse_outcome(outcome)
+        key, flipped = _key(a, b)
+        counts = self._counts.get(key)
+        if counts is None:
+            counts = self._counts[key] = np.zeros(3)
+        counts *= self.decay
+        if a == b:
+            counts += (0.0, 1.0, 0.0) if result == 0 else (0.5, 0.0, 0.5)
+        else:
+            from_first = -result if flipped else result
+            counts[1 - from_first] += 1.0  # +1 -> index 0 (W), 0 -> 1 (D), -1 -> 2 (L)
+
+    def record_teams(self, team_a: Sequence[str], team_b: Sequence[str], outcome: OutcomeLike) -> None:
+        """Record a team match as one game for every (player of A, player of B) pair."""
+        result = parse_outcome(outcome)
+        for a in dict.fromkeys(team_a):
+            for b in dict.fromkeys(team_b):
+                self.record(a, b, result)
+
+    def wdl(self, a: str, b: str) -> tuple[float, float, float]:
+        """Decayed (wins, draws, losses) of a against b; zeros for a pair that never played."""
+        key, flipped = _key(a, b)
+        counts = self._counts.get(key)
+        if counts is None:
+            return (0.0, 0.0, 0.0)
+        w, d, l = (float(c) for c in counts)  # noqa: E741
+        return (l, d, w) if flipped else (w, d, l)
+
+    def games(self, a: str, b: str) -> float:
+        """Decayed number of games between a and b."""
+        return float(sum(self.wdl(a, b)))
+
+    def score(self, a: str, b: str) -> float | None:
+        """(W + D/2) / games of a against b, or None when they never played."""
+        w, d, l = self.wdl(a, b)  # noqa: E741
+        games = w + d + l
+        return None if games <= 0.0 else (w + 0.5 * d) / games
+
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        """The pairs that have played, each once, as (first, second) in sorted order."""
+        return iter(list(self._counts))
+
+    def matrix(self, players: Sequence[str]) -> np.ndarray:
+        """Scores of row player against column player; NaN where they never played (blank in a heatmap)."""
+        n = len(players)
+        out = np.full((n, n), np.nan)
+        for i, a in enumerate(players):
+            for j, b in enumerate(players):
+                s = self.score(a, b)
+                if s is not None:
+                    out[i, j] = s
+        return out
+
+    def games_matrix(self, players: Sequence[str]) -> np.ndarray:
+        """Decayed game counts between row and column players."""
+        return np.array([[self.games(a, b) for b in players] for a in players], dtype=float).reshape(
+            len(players), len(players)
+        )
+
+
+def _key(a: str, b: str) -> tuple[tuple[str, str], bool]:
+    return ((a, b), False) if a <= b else ((b, a), True)

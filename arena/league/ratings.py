@@ -1,0 +1,159 @@
+"""TrueSkill ratings of league players (the `trueskill` package does the math).
+
+Every player is rated the same way, scripted bots included: they anchor the scale by being players whose
+skill never changes, not by having frozen ratings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import trueskill
+
+from arena.league.outcome import OutcomeLike, parse_outcome
+
+DEFAULT_MU = 25.0
+
+
+@dataclass(frozen=True)
+class RatingEntry:
+    """One leaderboard row."""
+
+    player_id: str
+    mu: float
+    sigma: float
+
+    @property
+    def conservative(self) -> float:
+        """mu - 3 sigma: a rating the player is very likely (~99.9%) to be above."""
+        return self.mu - 3.0 * self.sigma
+
+
+class Ratings:
+    """TrueSkill ratings keyed by player id, over 1v1 and team matches with draws."""
+
+    def __init__(
+        self,
+        mu: float = DEFAULT_MU,
+        sigma: float = DEFAULT_MU / 3,
+        beta: float = DEFAULT_MU / 6,
+        tau: float = DEFAULT_MU / 300,
+        draw_probability: float = 0.1,
+    ) -> None:
+        for name, value, ok, allowed in (
+            ("sigma", sigma, sigma > 0, "> 0"),
+            ("beta", beta, beta > 0, "> 0"),
+            ("tau", tau, tau >= 0, ">= 0"),
+            ("draw_probability", draw_probability, 0 <= draw_probability < 1, "in [0, 1)"),
+        ):
+            if not ok:
+                raise ValueError(f"TrueSkill {name}={value!r} must be {allowed}")
+        self.env = trueskill.TrueSkill(
+            mu=mu, sigma=sigma, beta=beta, tau=tau, draw_probability=draw_probability
+        )
+        self._ratings: dict[str, trueskill.Rating] = {}
+
+    def config(self) -> dict[str, float]:
+        """The TrueSkill parameters, for persistence (`Ratings(**config)` rebuilds the environment)."""
+        return {
+            "mu": self.env.mu,
+            "sigma": self.env.sigma,
+            "beta": self.env.beta,
+            "tau": self.env.tau,
+            "draw_probability": self.env.draw_probability,
+        }
+
+    # -- get / set ---------------------------------------------------------------------------------
+
+    def get(self, player_id: str) -> tuple[float, float]:
+        """(mu, sigma) of a player; the environment's initial rating for a player never rated."""
+        r = self._rating(player_id)
+        return (float(r.mu), float(r.sigma))
+
+    def set(self, player_id: str, mu: float, sigma: float) -> None:
+        """Set a player's rating (used when resuming from the league store)."""
+        if not (math.isfinite(mu) and math.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"rating of {player_id!r} must have finite mu and sigma > 0; got {mu}, {sigma}")
+        self._ratings[player_id] = self.env.create_rating(mu=mu, sigma=sigma)
+
+    def __contains__(self, player_id: object) -> bool:
+        return player_id in self._ratings
+
+    def as_dict(self) -> dict[str, tuple[float, float]]:
+        """(mu, sigma) of every player that has a rating."""
+        return {p: (float(r.mu), float(r.sigma)) for p, r in self._ratings.items()}
+
+    def conservative(self, player_id: str) -> float:
+        mu, sigma = self.get(player_id)
+        return mu - 3.0 * sigma
+
+    # -- updates -----------------------------------------------------------------------------------
+
+    def updated(
+        self, team_a: Sequence[str], team_b: Sequence[str], outcome: OutcomeLike
+    ) -> dict[str, tuple[float, float]]:
+        """The ratings every player of both teams would have after this match, without applying them.
+
+        outcome is from team A's point of view. A player may not be on both teams: a match against
+        yourself carries no information about your skill (rate mirror self-play matches not at all).
+        """
+        result = parse_outcome(outcome)
+        a, b = _team(team_a, "team_a"), _team(team_b, "team_b")
+        both = sorted(set(a) & set(b))
+        if both:
+            raise ValueError(f"players {both} are on both teams; a player cannot be rated against itself")
+        ranks = {1: [0, 1], 0: [0, 0], -1: [1, 0]}[result]
+        groups = [{p: self._rating(p) for p in a}, {p: self._rating(p) for p in b}]
+        new_a, new_b = self.env.rate(groups, ranks=ranks)
+        return {p: (float(r.mu), float(r.sigma)) for p, r in (*new_a.items(), *new_b.items())}
+
+    def rate(
+        self, team_a: Sequence[str], team_b: Sequence[str], outcome: OutcomeLike
+    ) -> dict[str, tuple[float, float]]:
+        """Update the ratings with one match (outcome from team A's view); returns the new ratings."""
+        new = self.updated(team_a, team_b, outcome)
+        for player_id, (mu, sigma) in new.items():
+            self.set(player_id, mu, sigma)
+        return new
+
+    # -- read-outs ---------------------------------------------------------------------------------
+
+    def leaderboard(self, players: Iterable[str] | None = None) -> list[RatingEntry]:
+        """Players (all rated ones by default) sorted by conservative rating mu - 3 sigma, best first."""
+        ids = list(self._ratings) if players is None else list(dict.fromkeys(players))
+        entries = [RatingEntry(p, *self.get(p)) for p in ids]
+        return sorted(entries, key=lambda e: (-e.conservative, -e.mu, e.player_id))
+
+    def win_probability(self, a: str | Sequence[str], b: str | Sequence[str]) -> float:
+        """P(a beats b) from the ratings, for players or teams (sums of skills).
+
+        Phi((sum mu_a - sum mu_b) / sqrt(n beta^2 + sum sigma^2)), n = players in both teams: the
+        standard TrueSkill formula. It ignores draws (the draw margin), so P(a) + P(b) = 1.
+        """
+        team_a = _team([a] if isinstance(a, str) else a, "a")
+        team_b = _team([b] if isinstance(b, str) else b, "b")
+        ratings = [self._rating(p) for p in team_a + team_b]
+        delta = sum(self._rating(p).mu for p in team_a) - sum(self._rating(p).mu for p in team_b)
+        denom = math.sqrt(len(ratings) * self.env.beta**2 + sum(r.sigma**2 for r in ratings))
+        return NormalDist().cdf(delta / denom)
+
+    def _rating(self, player_id: str) -> trueskill.Rating:
+        rating = self._ratings.get(player_id)
+        return rating if rating is not None else self.env.create_rating()
+
+
+def _team(team: Sequence[str], name: str) -> list[str]:
+    if isinstance(team, str) or not isinstance(team, Sequence):
+        raise ValueError(f"{name} {team!r} must be a list of player ids")
+    players = list(team)
+    if not players:
+        raise ValueError(f"{name} is empty; a team needs at least one player")
+    if len(set(players)) != len(players):
+        raise ValueError(f"{name} {players} names a player more than once")
+    for p in players:
+        if not isinstance(p, str) or not p:
+            raise ValueError(f"{name} has a bad player id {p!r}; ids are non-empty strings")
+    return players

@@ -1,0 +1,173 @@
+"""Snapshot files (frozen learners) and the gate that decides when to take one.
+
+A snapshot file is immutable: written once, atomically (temp file in the same directory, fsync,
+os.replace, fsync of the directory), made read-only, and identified by its sha256, which the league
+store records so that a later load can prove it reads the very weights that were rated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+_CHUNK = 1 << 20
+
+
+class SnapshotIntegrityError(ValueError):
+    """A snapshot file's content does not match the sha256 the league recorded for it."""
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_snapshot(path: str | os.PathLike[str], data: bytes | Mapping[str, Any]) -> str:
+    """Write an immutable snapshot atomically and return its sha256.
+
+    data is raw bytes or a torch state dict (any object `torch.save` accepts as a mapping). A reader
+    sees either no file or the complete file, never a partial one. Writing the same content to an
+    existing snapshot path is a no-op (so a resumed run can repeat it); different content fails.
+    """
+    path = Path(path)
+    if isinstance(data, Mapping):
+        payload = _torch_bytes(data)
+    elif isinstance(data, bytes | bytearray | memoryview):
+        payload = bytes(data)
+    else:
+        raise ValueError(f"snapshot data must be bytes or a state dict (mapping), not {type(data).__name__}")
+    digest = hashlib.sha256(payload).hexdigest()
+    if path.exists():
+        existing = sha256_file(path)
+        if existing != digest:
+            raise FileExistsError(
+                f"snapshot {path} already exists with sha256 {existing}; snapshots are immutable "
+                f"and the new content has sha256 {digest}"
+            )
+        return digest
+    directory = path.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, path)
+        _fsync_dir(directory)
+        return digest
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _torch_bytes(state: Mapping[str, Any]) -> bytes:
+    # Serialise in memory: torch.save to a path names the archive after the file, so the temp file's
+    # random name would leak into the bytes and the same weights would hash differently.
+    import torch  # only writers of state dicts need torch
+
+    buffer = io.BytesIO()
+    torch.save(dict(state), buffer)
+    return buffer.getvalue()
+
+
+def verify_snapshot(path: str | os.PathLike[str], sha256: str) -> None:
+    """Raise SnapshotIntegrityError unless the file's sha256 is `sha256` (FileNotFoundError if missing)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"snapshot file {path} does not exist")
+    actual = sha256_file(path)
+    if actual != sha256:
+        raise SnapshotIntegrityError(
+            f"snapshot {path} is corrupted or was replaced: its sha256 is {actual}, "
+            f"the league recorded {sha256}"
+        )
+
+
+def load_snapshot(path: str | os.PathLike[str], sha256: str, map_location: str = "cpu") -> Any:
+    """Verify a snapshot against its sha256, then load it with torch (weights only, no pickled code)."""
+    verify_snapshot(path, sha256)
+    import torch
+
+    return torch.load(path, map_location=map_location, weights_only=True)
+
+
+class SnapshotGate:
+    """Decides when the learner is frozen into a new snapshot.
+
+    Either criterion (or both) may be set:
+    - every_steps: at least this many learner steps since the last snapshot (since step 0 if none);
+    - beat_all_threshold: the learner's score against every pool member is above the threshold, with
+      at least min_games against each (an empty pool gives no evidence, so never triggers this).
+    Never fires twice at the same step (step must be past last_snapshot_step).
+    """
+
+    def __init__(
+        self, every_steps: int | None = None, beat_all_threshold: float | None = None, min_games: int = 0
+    ) -> None:
+        if every_steps is None and beat_all_threshold is None:
+            raise ValueError("SnapshotGate needs every_steps and/or beat_all_threshold; both are None")
+        if every_steps is not None and (isinstance(every_steps, bool) or not isinstance(every_steps, int)
+                                        or every_steps <= 0):
+            raise ValueError(f"every_steps={every_steps!r} must be a positive int or None")
+        if beat_all_threshold is not None and not (
+            isinstance(beat_all_threshold, int | float) and 0.0 <= beat_all_threshold < 1.0
+        ):
+            raise ValueError(f"beat_all_threshold={beat_all_threshold!r} must be in [0, 1) or None")
+        if not (isinstance(min_games, int | float) and math.isfinite(min_games) and min_games >= 0):
+            raise ValueError(f"min_games={min_games!r} must be >= 0")
+        self.every_steps = every_steps
+        self.beat_all_threshold = beat_all_threshold
+        self.min_games = min_games
+
+    def should_snapshot(
+        self,
+        step: int,
+        last_snapshot_step: int | None,
+        win_rates_vs_pool: Mapping[str, tuple[float, float]],
+    ) -> bool:
+        """True when a snapshot is due; win_rates_vs_pool maps opponent id -> (score, games)."""
+        if step < 0:
+            raise ValueError(f"step {step} must be >= 0")
+        last = 0 if last_snapshot_step is None else last_snapshot_step
+        if last_snapshot_step is not None and step <= last_snapshot_step:
+            return False
+        if self.every_steps is not None and step - last >= self.every_steps:
+            return True
+        return self.beat_all_threshold is not None and self._beats_all(win_rates_vs_pool)
+
+    def _beats_all(self, win_rates_vs_pool: Mapping[str, tuple[float, float]]) -> bool:
+        if not win_rates_vs_pool:
+            return False
+        for opponent, (score, games) in win_rates_vs_pool.items():
+            if not (0.0 <= score <= 1.0) or games < 0:
+                raise ValueError(
+                    f"win rate against {opponent!r} is ({score!r}, {games!r}); "
+                    "need score in [0, 1] and games >= 0"
+                )
+            if games < self.min_games or score <= self.beat_all_threshold:
+                return False
+        return True
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; not every platform allows opening a directory.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,330 @@
+"""The league store: one SQLite file per run that survives a crash at any moment and resumes exactly.
+
+Every finished match is committed in its own transaction together with the rating updates it caused,
+so the file always holds a prefix of the match history with ratings that agree with it. The in-memory
+league (pool, payoff table, ratings) is rebuilt by `load()`: players as registered, payoff by replaying
+the matches in order (with the run's decay), ratings as each player's last rating row.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import numbers
+import os
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from arena.league.outcome import OutcomeLike, parse_outcome
+from arena.league.payoff import PayoffTable
+from arena.league.players import Player
+
+log = logging.getLogger(__name__)
+
+LEAGUE_DB = "league.sqlite"
+SCHEMA_VERSION = "1"
+# Meta keys the league writes so that a resume (and `show`) uses the run's own settings.
+META_DECAY = "payoff_decay"
+META_RATINGS = "ratings_config"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS players (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    path TEXT,
+    sha256 TEXT,
+    step INTEGER,
+    parent TEXT,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS matches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    learner_step INTEGER,
+    team_a TEXT NOT NULL,
+    team_b TEXT NOT NULL,
+    outcome INTEGER NOT NULL CHECK (outcome IN (-1, 0, 1)),
+    length REAL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ratings (
+    match_id INTEGER NOT NULL REFERENCES matches(id),
+    player_id TEXT NOT NULL REFERENCES players(id),
+    mu REAL NOT NULL,
+    sigma REAL NOT NULL,
+    PRIMARY KEY (player_id, match_id)
+);
+"""
+
+
+@dataclass(frozen=True)
+class MatchRecord:
+    """One finished match; outcome (+1/0/-1) is from team A's point of view."""
+
+    match_id: int
+    learner_step: int | None
+    team_a: tuple[str, ...]
+    team_b: tuple[str, ...]
+    outcome: int
+    length: float | None
+    created_at: float
+
+
+@dataclass(frozen=True)
+class RatingRow:
+    """A player's rating right after a match."""
+
+    match_id: int
+    player_id: str
+    mu: float
+    sigma: float
+
+
+@dataclass
+class LeagueState:
+    """Everything needed to rebuild the in-memory league."""
+
+    players: list[Player]
+    matches: list[MatchRecord]
+    payoff: PayoffTable
+    ratings: dict[str, tuple[float, float]]
+    meta: dict[str, str] = field(default_factory=dict)
+
+
+class LeagueStore:
+    """SQLite league store in WAL mode; a single writer (the training process), any number of readers."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, create: bool = True, synchronous: str = "NORMAL"
+    ) -> None:
+        self.path = Path(path)
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError(f"synchronous={synchronous!r} must be 'NORMAL' or 'FULL'")
+        if not create and not self.path.is_file():
+            raise FileNotFoundError(f"no league store at {self.path}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit mode: transactions are explicit BEGIN/COMMIT below, one per match.
+        self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a commit is durable against any crash of this process (SIGKILL, OOM, a
+        # segfault in the core) because committed pages are in the WAL, which the OS keeps; only an OS
+        # crash or power cut can lose the last few commits, and even then the file stays consistent (a
+        # shorter prefix of matches). FULL would fsync on every match, which at thousands of matches per
+        # second costs more than it protects; pass synchronous="FULL" where power loss matters.
+        self._conn.execute(f"PRAGMA synchronous={synchronous}")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._init_schema()
+        self._known_players: set[str] = {row[0] for row in self._conn.execute("SELECT id FROM players")}
+
+    @classmethod
+    def in_run_dir(cls, run_dir: str | os.PathLike[str], *, create: bool = True) -> LeagueStore:
+        """The store of a run directory (RUN_DIR/league.sqlite)."""
+        return cls(Path(run_dir) / LEAGUE_DB, create=create)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> LeagueStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _init_schema(self) -> None:
+        with self._transaction():
+            has_meta = self._conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+            ).fetchone()
+            if has_meta is None:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+                return
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None or row[0] != SCHEMA_VERSION:
+                found = None if row is None else row[0]
+                raise ValueError(
+                    f"league store {self.path} has schema version {found}; this code reads {SCHEMA_VERSION}"
+                )
+
+    def _transaction(self, write: bool = True) -> _Transaction:
+        return _Transaction(self._conn, write)
+
+    # -- meta ----------------------------------------------------------------------------------
+
+    def set_meta(self, key: str, value: str | int | float | dict | list) -> None:
+        """Store a run-info value (non-strings are stored as JSON)."""
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        with self._transaction():
+            self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, text))
+
+    def meta(self) -> dict[str, str]:
+        return dict(self._conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall())
+
+    # -- players -------------------------------------------------------------------------------
+
+    def add_player(self, player: Player) -> None:
+        """Register a player; registering an identical one again is a no-op, a different one fails."""
+        with self._transaction():
+            existing = self._player_row(player.player_id)
+            if existing is not None:
+                if existing != player:
+                    raise ValueError(
+                        f"player {player.player_id!r} is already stored as {existing!r}; got {player!r}"
+                    )
+                return
+            self._conn.execute(
+                "INSERT INTO players (id, kind, path, sha256, step, parent, created_at)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (player.player_id, player.kind, player.path, player.sha256, player.step, player.parent,
+                 time.time()),
+            )
+        self._known_players.add(player.player_id)
+
+    def players(self) -> list[Player]:
+        """Players in the order they were registered."""
+        rows = self._conn.execute(
+            "SELECT id, kind, path, sha256, step, parent FROM players ORDER BY rowid"
+        ).fetchall()
+        return [Player(*row) for row in rows]
+
+    def _player_row(self, player_id: str) -> Player | None:
+        row = self._conn.execute(
+            "SELECT id, kind, path, sha256, step, parent FROM players WHERE id = ?", (player_id,)
+        ).fetchone()
+        return None if row is None else Player(*row)
+
+    # -- matches -------------------------------------------------------------------------------
+
+    def record_match(
+        self,
+        team_a: Sequence[str],
+        team_b: Sequence[str],
+        outcome: OutcomeLike,
+        *,
+        length: float | None = None,
+        learner_step: int | None = None,
+        ratings: Mapping[str, tuple[float, float]] | None = None,
+    ) -> int:
+        """Commit one match and the ratings it produced (player -> (mu, sigma) after the match).
+
+        Teams list the distinct players driving each side; outcome is from team A's point of view.
+        Returns the match id. Either everything is stored or nothing is.
+        """
+        result = parse_outcome(outcome)
+        teams = [self._check_team(team_a, "team_a"), self._check_team(team_b, "team_b")]
+        ratings = dict(ratings or {})
+        in_match = set(teams[0]) | set(teams[1])
+        outsiders = sorted(set(ratings) - in_match)
+        if outsiders:
+            raise ValueError(f"ratings given for {outsiders}, who did not play in this match {teams}")
+        for player_id, (mu, sigma) in ratings.items():
+            if not (math.isfinite(mu) and math.isfinite(sigma) and sigma > 0):
+                raise ValueError(f"rating ({mu}, {sigma}) of {player_id!r} needs finite mu and sigma > 0")
+        step = _check_step(learner_step)
+        if length is not None and not (math.isfinite(length) and length >= 0):
+            raise ValueError(f"match length={length!r} must be a finite number >= 0 or None")
+        with self._transaction():
+            cur = self._conn.execute(
+                "INSERT INTO matches (learner_step, team_a, team_b, outcome, length, created_at)"
+                " VALUES (?,?,?,?,?,?)",
+                (step, json.dumps(teams[0]), json.dumps(teams[1]), result,
+                 None if length is None else float(length), time.time()),
+            )
+            match_id = int(cur.lastrowid)
+            self._conn.executemany(
+                "INSERT INTO ratings (match_id, player_id, mu, sigma) VALUES (?,?,?,?)",
+                [(match_id, p, float(mu), float(sigma)) for p, (mu, sigma) in ratings.items()],
+            )
+        return match_id
+
+    def _check_team(self, team: Sequence[str], name: str) -> list[str]:
+        if isinstance(team, str) or not isinstance(team, Sequence) or not team:
+            raise ValueError(f"{name} {team!r} must be a non-empty list of player ids")
+        if len(set(team)) != len(team):
+            raise ValueError(f"{name} {list(team)} names a player more than once; list each driver once")
+        unknown = [p for p in team if p not in self._known_players]
+        if unknown:
+            raise ValueError(f"{name} names unregistered players {unknown}; add_player() them first")
+        return list(team)
+
+    def matches(self) -> list[MatchRecord]:
+        rows = self._conn.execute(
+            "SELECT id, learner_step, team_a, team_b, outcome, length, created_at FROM matches ORDER BY id"
+        ).fetchall()
+        return [
+            MatchRecord(mid, step, tuple(json.loads(a)), tuple(json.loads(b)), outcome, length, created)
+            for mid, step, a, b, outcome, length, created in rows
+        ]
+
+    def match_count(self) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM matches").fetchone()[0])
+
+    # -- ratings -------------------------------------------------------------------------------
+
+    def rating_history(self) -> list[RatingRow]:
+        """Every rating row, by match then player."""
+        rows = self._conn.execute(
+            "SELECT match_id, player_id, mu, sigma FROM ratings ORDER BY match_id, player_id"
+        ).fetchall()
+        return [RatingRow(*row) for row in rows]
+
+    def current_ratings(self) -> dict[str, tuple[float, float]]:
+        """Each player's rating from its last rating row."""
+        rows = self._conn.execute(
+            "SELECT r.player_id, r.mu, r.sigma FROM ratings r"
+            " WHERE r.match_id = (SELECT MAX(match_id) FROM ratings WHERE player_id = r.player_id)"
+        ).fetchall()
+        return {p: (mu, sigma) for p, mu, sigma in rows}
+
+    # -- resume --------------------------------------------------------------------------------
+
+    def load(self, decay: float = 1.0) -> LeagueState:
+        """Everything needed to rebuild the league; the payoff table replays the matches with `decay`."""
+        with self._transaction(write=False):  # one consistent read snapshot even while a writer appends
+            players = self.players()
+            matches = self.matches()
+            ratings = self.current_ratings()
+            meta = self.meta()
+        payoff = PayoffTable(decay)
+        for m in matches:
+            payoff.record_teams(m.team_a, m.team_b, m.outcome)
+        log.info("loaded league store %s: %d players, %d matches", self.path, len(players), len(matches))
+        return LeagueState(players=players, matches=matches, payoff=payoff, ratings=ratings, meta=meta)
+
+
+def _check_step(learner_step: int | None) -> int | None:
+    if learner_step is None:
+        return None
+    if isinstance(learner_step, bool) or not isinstance(learner_step, numbers.Integral) or learner_step < 0:
+        raise ValueError(f"learner_step={learner_step!r} must be an int >= 0 or None")
+    return int(learner_step)
+
+
+class _Transaction:
+    """BEGIN ... COMMIT, rolled back on any exception.
+
+    Writes use BEGIN IMMEDIATE (take the write lock up front, so no upgrade can fail midway); reads use a
+    deferred BEGIN, which in WAL mode gives a consistent snapshot without blocking the writer.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, write: bool) -> None:
+        self._conn = conn
+        self._begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+
+    def __enter__(self) -> None:
+        self._conn.execute(self._begin)
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self._conn.execute("COMMIT")
+        else:
+            self._conn.execute("ROLLBACK")

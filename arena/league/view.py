@@ -1,0 +1,192 @@
+"""Terminal and image views of a league store: leaderboard table, rating curves, payoff heatmap."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import numpy as np
+from rich.table import Table
+
+from arena.league.payoff import PayoffTable
+from arena.league.ratings import Ratings
+from arena.league.store import (
+    LEAGUE_DB,
+    META_DECAY,
+    META_RATINGS,
+    LeagueState,
+    LeagueStore,
+    MatchRecord,
+    RatingRow,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+RATING_CURVES_PNG = "league_ratings.png"
+PAYOFF_PNG = "league_payoff.png"
+_MAX_LABELLED = 16  # more players than this: no legend / cell labels, they would be unreadable
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    rank: int
+    player_id: str
+    kind: str
+    mu: float
+    sigma: float
+    conservative: float
+    wins: int
+    draws: int
+    losses: int
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+
+def player_records(matches: Sequence[MatchRecord]) -> dict[str, tuple[int, int, int]]:
+    """Undecayed (W, D, L) of each player over all its matches, mirror matches (on both sides) excluded."""
+    records: dict[str, list[int]] = {}
+    for m in matches:
+        both = set(m.team_a) & set(m.team_b)
+        for team, result in ((m.team_a, m.outcome), (m.team_b, -m.outcome)):
+            for player_id in team:
+                if player_id not in both:
+                    records.setdefault(player_id, [0, 0, 0])[1 - result] += 1
+    return {p: (r[0], r[1], r[2]) for p, r in records.items()}
+
+
+def leaderboard_rows(state: LeagueState) -> list[LeaderboardRow]:
+    """All registered players, best conservative rating (mu - 3 sigma) first; unrated ones at the prior."""
+    config = json.loads(state.meta[META_RATINGS]) if META_RATINGS in state.meta else {}
+    ratings = Ratings(**config)
+    for player_id, (mu, sigma) in state.ratings.items():
+        ratings.set(player_id, mu, sigma)
+    kinds = {p.player_id: p.kind for p in state.players}
+    records = player_records(state.matches)
+    rows = []
+    for rank, entry in enumerate(ratings.leaderboard(kinds), start=1):
+        w, d, l = records.get(entry.player_id, (0, 0, 0))  # noqa: E741
+        rows.append(LeaderboardRow(rank, entry.player_id, kinds[entry.player_id], entry.mu, entry.sigma,
+                                   entry.conservative, w, d, l))
+    return rows
+
+
+def leaderboard_table(rows: Sequence[LeaderboardRow], title: str = "League leaderboard") -> Table:
+    """A rich table of the leaderboard (rank, player, kind, mu, sigma, mu - 3 sigma, games, W/D/L)."""
+    table = Table(title=title)
+    width = max((len(r.player_id) for r in rows), default=6)
+    table.add_column("#", justify="right")
+    table.add_column("player", no_wrap=True, min_width=width)
+    table.add_column("kind", no_wrap=True)
+    for name in ("mu", "sigma", "mu-3sigma", "games"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("W/D/L", justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(str(r.rank), r.player_id, r.kind, f"{r.mu:.2f}", f"{r.sigma:.2f}",
+                      f"{r.conservative:.2f}", str(r.games), f"{r.wins}/{r.draws}/{r.losses}")
+    return table
+
+
+def plot_rating_curves(
+    history: Sequence[RatingRow], matches: Sequence[MatchRecord], path: str | os.PathLike[str],
+    x: str = "match",
+) -> Path:
+    """PNG of each player's conservative rating after each of its matches, against match index or step."""
+    if x not in ("match", "step"):
+        raise ValueError(f"x axis {x!r} must be 'match' or 'step'")
+    plt = _pyplot()
+    step_of = {m.match_id: m.learner_step for m in matches}
+    curves: dict[str, tuple[list[float], list[float]]] = {}
+    for row in history:
+        xv = row.match_id if x == "match" else step_of.get(row.match_id)
+        if xv is None:
+            continue
+        xs, ys = curves.setdefault(row.player_id, ([], []))
+        xs.append(float(xv))
+        ys.append(row.mu - 3.0 * row.sigma)
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for player_id, (xs, ys) in curves.items():
+        ax.step(xs, ys, where="post", label=player_id)
+    ax.set_xlabel("match" if x == "match" else "learner step")
+    ax.set_ylabel("conservative rating (mu - 3 sigma)")
+    ax.set_title("TrueSkill ratings")
+    ax.grid(alpha=0.3)
+    if 0 < len(curves) <= _MAX_LABELLED:
+        ax.legend(fontsize="small", loc="best")
+    return _save(fig, plt, path)
+
+
+def plot_payoff_heatmap(payoff: PayoffTable, players: Sequence[str], path: str | os.PathLike[str]) -> Path:
+    """PNG of the row player's score against the column player (blank where they never played)."""
+    plt = _pyplot()
+    scores = payoff.matrix(players)
+    size = max(4.0, 0.5 * len(players) + 2.0)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    cmap = plt.get_cmap("RdBu").copy()
+    cmap.set_bad("lightgrey")
+    image = ax.imshow(np.ma.masked_invalid(scores), cmap=cmap, vmin=0.0, vmax=1.0)
+    fig.colorbar(image, ax=ax, label="score (W + D/2) / games")
+    ax.set_xticks(range(len(players)), labels=list(players), rotation=90, fontsize="small")
+    ax.set_yticks(range(len(players)), labels=list(players), fontsize="small")
+    ax.set_xlabel("opponent")
+    ax.set_title("Payoff (row player's score)")
+    if len(players) <= _MAX_LABELLED:
+        for i in range(len(players)):
+            for j in range(len(players)):
+                if np.isfinite(scores[i, j]):
+                    ax.text(j, i, f"{scores[i, j]:.2f}", ha="center", va="center", fontsize="x-small")
+    return _save(fig, plt, path)
+
+
+@dataclass(frozen=True)
+class LeagueView:
+    rows: list[LeaderboardRow]
+    table: Table
+    images: list[Path]
+
+
+def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None,
+         x: str = "match") -> LeagueView:
+    """Read RUN_DIR/league.sqlite, build the leaderboard table and write the two PNGs to out_dir."""
+    run_dir = Path(run_dir)
+    db = run_dir / LEAGUE_DB
+    if not db.is_file():
+        raise FileNotFoundError(f"{run_dir} has no league store ({LEAGUE_DB} not found)")
+    out = Path(out_dir) if out_dir is not None else run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    with LeagueStore(db, create=False) as store:
+        meta = store.meta()
+        decay = float(json.loads(meta[META_DECAY])) if META_DECAY in meta else 1.0
+        state = store.load(decay)
+        history = store.rating_history()
+    rows = leaderboard_rows(state)
+    order = [r.player_id for r in rows]
+    images = [
+        plot_rating_curves(history, state.matches, out / RATING_CURVES_PNG, x=x),
+        plot_payoff_heatmap(state.payoff, order, out / PAYOFF_PNG),
+    ]
+    return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images)
+
+
+def _pyplot() -> ModuleType:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never open a window
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Figure, plt: ModuleType, path: str | os.PathLike[str]) -> Path:
+    path = Path(path)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,191 @@
+"""Weighted composition of reward terms, built from a config.
+
+A reward config maps a term name (used in logs as ``reward/<name>``) to its entry::
+
+    outcome: {_target_: outcome, weight: 1.0}
+    kill:    {_target_: arena.rewards.terms.Kill, weight: 0.2}
+    mine:    {_target_: my_pkg.rewards.MyReward, weight: 0.1, radius_m: 3000}
+
+``_target_`` is a dotted path to a ``Reward`` subclass (imported) or the short name of a built-in
+term (``BUILTIN_TERMS``); ``weight`` defaults to 1.0; every other key is passed to the class.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from arena.rewards.base import Reward, RewardError, StepBatch
+from arena.rewards.terms import BUILTIN_TERMS
+
+
+def _to_plain(cfg: Any) -> Any:
+    """OmegaConf containers to plain dicts/lists (omegaconf is optional)."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+    except ImportError:  # pragma: no cover - omegaconf comes with the train extra
+        return cfg
+    if isinstance(cfg, DictConfig | ListConfig):
+        return OmegaConf.to_container(cfg, resolve=True)
+    return cfg
+
+
+def resolve_target(name: str, target: Any) -> type[Reward]:
+    """The ``Reward`` subclass a ``_target_`` names, or a ``RewardError`` naming the term."""
+    if isinstance(target, type):
+        cls = target
+    elif not isinstance(target, str) or not target:
+        raise RewardError(f"reward term {name!r}: _target_ must be a dotted class path, got {target!r}")
+    elif target in BUILTIN_TERMS:
+        cls = BUILTIN_TERMS[target]
+    elif "." not in target:
+        raise RewardError(
+            f"reward term {name!r}: unknown built-in term {target!r}; built-ins: "
+            f"{', '.join(sorted(BUILTIN_TERMS))}; or give a dotted path such as my_pkg.rewards.MyReward"
+        )
+    else:
+        module_name, _, attr = target.rpartition(".")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:
+            raise RewardError(
+                f"reward term {name!r}: cannot import module {module_name!r} of _target_ {target!r}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        try:
+            cls = getattr(module, attr)
+        except AttributeError:
+            raise RewardError(
+                f"reward term {name!r}: module {module_name!r} has no class {attr!r} (_target_ {target!r})"
+            ) from None
+    if not (isinstance(cls, type) and issubclass(cls, Reward)):
+        raise RewardError(
+            f"reward term {name!r}: _target_ {target!r} is not a subclass of arena.rewards.Reward"
+        )
+    return cls
+
+
+def _accepted_kwargs(cls: type[Reward]) -> tuple[inspect.Signature, list[str]]:
+    signature = inspect.signature(cls.__init__)
+    names = [
+        p.name
+        for p in list(signature.parameters.values())[1:]
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    return signature, names
+
+
+def instantiate_term(name: str, cls: type[Reward], kwargs: Mapping[str, Any]) -> Reward:
+    """``cls(**kwargs)``, with errors that name the term and list the arguments it accepts."""
+    signature, accepted = _accepted_kwargs(cls)
+    described = ", ".join(accepted) if accepted else "none"
+    try:
+        signature.bind(None, **kwargs)
+    except TypeError as exc:
+        raise RewardError(
+            f"reward term {name!r} ({cls.__qualname__}): bad arguments {sorted(kwargs)}: {exc}; "
+            f"accepted arguments: {described}"
+        ) from None
+    try:
+        term = cls(**kwargs)
+    except RewardError as exc:
+        raise RewardError(f"reward term {name!r} ({cls.__qualname__}): {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise RewardError(
+            f"reward term {name!r} ({cls.__qualname__}): {exc}; accepted arguments: {described}"
+        ) from exc
+    term.name = name
+    return term
+
+
+def _check_weight(name: str, weight: Any) -> float:
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight):
+        raise RewardError(f"reward term {name!r}: weight must be a finite number, got {weight!r}")
+    return float(weight)
+
+
+class CompositeReward:
+    """The training reward: a weighted sum of terms, each also reported on its own (weighted)."""
+
+    def __init__(self, terms: Mapping[str, tuple[float, Reward]]) -> None:
+        self.terms: dict[str, tuple[float, Reward]] = {}
+        for name, (weight, term) in terms.items():
+            if not isinstance(term, Reward):
+                raise RewardError(f"reward term {name!r}: {term!r} is not an arena.rewards.Reward")
+            term.name = name
+            self.terms[name] = (_check_weight(name, weight), term)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {name: weight for name, (weight, _) in self.terms.items()}
+
+    def __call__(self, batch: StepBatch) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(total [rows] float32, {term name: weighted term [rows] float32})."""
+        rows = batch.num_rows
+        total = np.zeros(rows, dtype=np.float32)
+        parts: dict[str, np.ndarray] = {}
+        for name, (weight, term) in self.terms.items():
+            value = self._checked(name, term, term(batch), rows) * np.float32(weight)
+            parts[name] = value
+            total += value
+        return total, parts
+
+    def reset(self, done_rows: np.ndarray) -> None:
+        """Clears per-row state of every term for the rows whose episode ended."""
+        done_rows = np.asarray(done_rows, dtype=bool)
+        for _, term in self.terms.values():
+            term.reset(done_rows)
+
+    @staticmethod
+    def _checked(name: str, term: Reward, value: Any, rows: int) -> np.ndarray:
+        label = term.label()
+        try:
+            array = np.asarray(value)
+        except Exception as exc:
+            raise RewardError(f"{label} returned {type(value).__name__}, not an array: {exc}") from exc
+        if array.shape != (rows,):
+            raise RewardError(f"{label} returned shape {array.shape}; expected ({rows},), one value per row")
+        if array.dtype.kind not in "biuf":
+            raise RewardError(f"{label} returned dtype {array.dtype}, which cannot be cast to float32")
+        array = array.astype(np.float32, copy=False)
+        bad = ~np.isfinite(array)
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise RewardError(
+                f"{label} returned {int(bad.sum())} NaN/inf values (first at row {first}: {array[first]})"
+            )
+        return array
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={w:g}*{type(t).__name__}" for n, (w, t) in self.terms.items())
+        return f"CompositeReward({inner})"
+
+
+def build_reward(terms_cfg: Mapping[str, Mapping[str, Any]]) -> CompositeReward:
+    """Builds the training reward from a config mapping term names to entries (see module doc).
+
+    Accepts plain dicts and OmegaConf ``DictConfig``."""
+    terms_cfg = _to_plain(terms_cfg)
+    if not isinstance(terms_cfg, Mapping):
+        raise RewardError(f"a reward config must map term names to entries, got {type(terms_cfg).__name__}")
+    if not terms_cfg:
+        raise RewardError("the reward config has no terms; e.g. {'outcome': {'_target_': 'outcome'}}")
+    terms: dict[str, tuple[float, Reward]] = {}
+    for name, entry in terms_cfg.items():
+        if not isinstance(name, str) or not name:
+            raise RewardError(f"reward term names must be non-empty strings, got {name!r}")
+        entry = _to_plain(entry)
+        if not isinstance(entry, Mapping) or "_target_" not in entry:
+            raise RewardError(
+                f"reward term {name!r}: expected a mapping with _target_ (and optional weight), got {entry!r}"
+            )
+        kwargs = dict(entry)
+        cls = resolve_target(name, kwargs.pop("_target_"))
+        weight = _check_weight(name, kwargs.pop("weight", 1.0))
+        terms[name] = (weight, instantiate_term(name, cls, kwargs))
+    return CompositeReward(terms)

@@ -1,0 +1,203 @@
+"""Built-in reward terms.
+
+Every term returns one float32 per agent row for one decision. Sign convention: a positive weight
+means "more of the good thing", so costs (death, missile_fired, boundary) return values <= 0.
+
+- ``Outcome``: the core's own reward, +1 win / -1 loss / 0 otherwise at the step the match ends.
+- ``Event(event=...)`` and its named forms ``Kill``, ``Hit``, ``Death``, ``MissileFired``: counts of
+  an event of this decision, for any game that reports the event.
+- ``Survival``: +1 per decision the fighter is alive after the step (midrange).
+- ``Pointing`` and ``Closing``: potential-based shaping (Ng, Harada & Russell 1999) on the nearest
+  alive enemy: ``F = gamma * phi(s') - phi(s)``. Because F is a difference of potentials, it adds the
+  same constant, ``-phi(s_0)``, to the return of every policy from a start state and leaves the
+  optimal policy unchanged, provided ``gamma`` equals the trainer's discount. The potential of the
+  state after a match ends is 0 (the episode's absorbing state), so the sum of the shaping over an
+  episode telescopes to ``-phi(s_0)`` with gamma = 1. (midrange)
+- ``Boundary``: a penalty that grows linearly from 0 at ``margin_m`` from the arena edge to -1 at the
+  edge. Not potential-based: it is meant to change behaviour (discourage flying out). (midrange)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from arena.envs.midrange_obs import RANGE_SCALE_M
+from arena.rewards.base import (
+    ENEMY_ALIVE,
+    ENEMY_BEARING_COS,
+    ENEMY_RANGE,
+    SELF_ALIVE,
+    SELF_BOUNDARY,
+    Reward,
+    RewardError,
+    StepBatch,
+)
+
+
+class Outcome(Reward):
+    """The match outcome, exactly the core's reward: +1 win, -1 loss, 0 draw or still running."""
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        return np.asarray(batch.outcome_reward, dtype=np.float32)
+
+
+class Event(Reward):
+    """``scale`` times the count of event ``event`` this decision (e.g. ``event: round_won`` in rpsw)."""
+
+    def __init__(self, event: str, scale: float = 1.0) -> None:
+        if not isinstance(event, str) or not event:
+            raise RewardError(f"event must be a non-empty event name, got {event!r}")
+        self.event_name = event
+        self.scale = float(scale)
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        counts = self.event(batch, self.event_name)
+        return counts if self.scale == 1.0 else counts * np.float32(self.scale)
+
+
+class Kill(Event):
+    """+1 per enemy fighter this agent's missiles destroyed this decision."""
+
+    def __init__(self) -> None:
+        super().__init__("kills", 1.0)
+
+
+class Hit(Event):
+    """+1 per hit scored by this agent's missiles this decision."""
+
+    def __init__(self) -> None:
+        super().__init__("hits", 1.0)
+
+
+class Death(Event):
+    """-1 when this agent's fighter is destroyed (shot down or left the arena)."""
+
+    def __init__(self) -> None:
+        super().__init__("died", -1.0)
+
+
+class MissileFired(Event):
+    """-1 per missile launched: a cost that discourages spraying missiles."""
+
+    def __init__(self) -> None:
+        super().__init__("fired", -1.0)
+
+
+class Survival(Reward):
+    """+1 per decision this agent's fighter is alive after the step."""
+
+    game = "midrange"
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        layout = self.midrange_layout(batch)
+        return (layout.self_features(batch.obs_after)[:, SELF_ALIVE] > 0.5).astype(np.float32)
+
+
+class PotentialShaping(Reward):
+    """Base of potential-based shaping: ``gamma * phi(obs_after) - phi(obs_before)``.
+
+    ``phi`` after a match ended is 0 (absorbing state). With ``bootstrap_truncation=True`` a
+    truncated match (time limit) keeps ``phi`` of its final observation instead: use it when the
+    trainer bootstraps the value of truncated episodes rather than treating them as terminal.
+    """
+
+    game = "midrange"
+
+    def __init__(self, gamma: float = 0.99, bootstrap_truncation: bool = False) -> None:
+        if not isinstance(gamma, int | float) or isinstance(gamma, bool) or not 0.0 <= gamma <= 1.0:
+            raise RewardError(f"gamma must be a number in [0, 1] (the trainer's discount), got {gamma!r}")
+        self.gamma = float(gamma)
+        self.bootstrap_truncation = bool(bootstrap_truncation)
+
+    def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        self.midrange_layout(batch)
+        before = self.potential(batch, batch.obs_before)
+        after = self.potential(batch, batch.obs_after)
+        ended = np.asarray(batch.done_rows, dtype=bool)
+        if self.bootstrap_truncation:
+            ended = ended & ~np.asarray(batch.truncations, dtype=bool)
+        after = np.where(ended, np.float32(0.0), after)
+        return (np.float32(self.gamma) * after - before).astype(np.float32)
+
+    def nearest_enemy(self, batch: StepBatch, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(features [rows, 9] of the nearest alive enemy, mask [rows]: self alive and such an enemy).
+
+        The observation lists alive enemies by range first, so slot 0 is the nearest alive one."""
+        layout = self.midrange_layout(batch)
+        nearest = layout.enemies(obs)[:, 0, :]
+        alive = layout.self_features(obs)[:, SELF_ALIVE] > 0.5
+        return nearest, alive & (nearest[:, ENEMY_ALIVE] > 0.5)
+
+
+class Pointing(PotentialShaping):
+    """Potential = cosine of the bearing to the nearest alive enemy (1 nose-on, -1 tail-on).
+
+    Rewards turning the nose toward the enemy, where missiles can be launched."""
+
+    def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
+        nearest, valid = self.nearest_enemy(batch, obs)
+        return np.where(valid, nearest[:, ENEMY_BEARING_COS], 0.0).astype(np.float32)
+
+
+class Closing(PotentialShaping):
+    """Potential = -(range to the nearest alive enemy) / ``range_scale_m``, capped at ``max_range_m``.
+
+    The shaping per step is then about the closing distance covered (closing speed * dt), so it
+    rewards closing in; the cap keeps a far-away enemy from dominating the return."""
+
+    def __init__(
+        self,
+        gamma: float = 0.99,
+        bootstrap_truncation: bool = False,
+        range_scale_m: float = 10000.0,
+        max_range_m: float = 60000.0,
+    ) -> None:
+        super().__init__(gamma, bootstrap_truncation)
+        for key, value in (("range_scale_m", range_scale_m), ("max_range_m", max_range_m)):
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise RewardError(f"{key} must be a positive number of metres, got {value!r}")
+        self.range_scale_m = float(range_scale_m)
+        self.max_range_m = float(max_range_m)
+
+    def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
+        nearest, valid = self.nearest_enemy(batch, obs)
+        range_m = np.minimum(nearest[:, ENEMY_RANGE] * RANGE_SCALE_M, self.max_range_m)
+        return np.where(valid, -range_m / self.range_scale_m, 0.0).astype(np.float32)
+
+
+class Boundary(Reward):
+    """Penalty near the arena edge: ``-max(0, 1 - distance_to_edge / margin_m)`` for alive fighters,
+    after the step (0 far inside, -1 at the edge)."""
+
+    game = "midrange"
+
+    def __init__(self, margin_m: float = 5000.0) -> None:
+        if not isinstance(margin_m, int | float) or not math.isfinite(margin_m) or margin_m <= 0:
+            raise RewardError(f"margin_m must be a positive number of metres, got {margin_m!r}")
+        self.margin_m = float(margin_m)
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        own = self.midrange_layout(batch).self_features(batch.obs_after)
+        distance_m = own[:, SELF_BOUNDARY] * RANGE_SCALE_M
+        penalty = np.clip(1.0 - distance_m / self.margin_m, 0.0, 1.0)
+        return np.where(own[:, SELF_ALIVE] > 0.5, -penalty, 0.0).astype(np.float32)
+
+
+#: short names usable as ``_target_`` in reward configs
+BUILTIN_TERMS: dict[str, type[Reward]] = {
+    "outcome": Outcome,
+    "event": Event,
+    "kill": Kill,
+    "hit": Hit,
+    "death": Death,
+    "missile_fired": MissileFired,
+    "survival": Survival,
+    "pointing": Pointing,
+    "closing": Closing,
+    "boundary": Boundary,
+}

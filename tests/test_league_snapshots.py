@@ -1,0 +1,117 @@
+"""Snapshot files: atomic immutable writes, sha256 verification, and the snapshot gate."""
+
+import hashlib
+import os
+import stat
+
+import pytest
+
+from arena.league import snapshots
+from arena.league.snapshots import (
+    SnapshotGate,
+    SnapshotIntegrityError,
+    load_snapshot,
+    sha256_file,
+    verify_snapshot,
+    write_snapshot,
+)
+
+
+def test_write_bytes_returns_sha256_and_leaves_only_a_read_only_file(tmp_path):
+    path = tmp_path / "snaps" / "learner-000001.pt"
+    digest = write_snapshot(path, b"weights")
+    assert digest == hashlib.sha256(b"weights").hexdigest() == sha256_file(path)
+    assert path.read_bytes() == b"weights"
+    assert os.listdir(path.parent) == [path.name]
+    assert not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    verify_snapshot(path, digest)
+
+
+def test_state_dict_round_trips_through_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    state = {"w": torch.arange(6.0).reshape(2, 3), "b": torch.zeros(3)}
+    digest = write_snapshot(tmp_path / "s.pt", state)
+    loaded = load_snapshot(tmp_path / "s.pt", digest)
+    assert torch.equal(loaded["w"], state["w"]) and torch.equal(loaded["b"], state["b"])
+    # The same weights hash the same wherever they are written, so a resumed run can rewrite them.
+    assert write_snapshot(tmp_path / "other.pt", state) == digest
+    assert write_snapshot(tmp_path / "s.pt", state) == digest
+
+
+def test_snapshots_are_immutable(tmp_path):
+    path = tmp_path / "s.pt"
+    digest = write_snapshot(path, b"one")
+    assert write_snapshot(path, b"one") == digest  # same content again: no-op (resume)
+    with pytest.raises(FileExistsError, match="immutable"):
+        write_snapshot(path, b"two")
+    assert path.read_bytes() == b"one"
+    assert os.listdir(tmp_path) == ["s.pt"]
+
+
+def test_a_crash_before_the_rename_leaves_no_file(tmp_path, monkeypatch):
+    def crash(src, dst):
+        raise OSError("simulated crash")
+
+    monkeypatch.setattr(snapshots.os, "replace", crash)
+    with pytest.raises(OSError, match="simulated crash"):
+        write_snapshot(tmp_path / "s.pt", b"weights")
+    assert os.listdir(tmp_path) == []
+
+
+def test_corrupted_file_fails_verification_naming_both_hashes(tmp_path):
+    path = tmp_path / "s.pt"
+    digest = write_snapshot(path, b"weights")
+    path.chmod(0o644)
+    path.write_bytes(b"weightz")
+    with pytest.raises(SnapshotIntegrityError, match=f"recorded {digest}"):
+        verify_snapshot(path, digest)
+    with pytest.raises(SnapshotIntegrityError):
+        load_snapshot(path, digest)
+    with pytest.raises(FileNotFoundError):
+        verify_snapshot(tmp_path / "missing.pt", digest)
+
+
+def test_bad_snapshot_data_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="bytes or a state dict"):
+        write_snapshot(tmp_path / "s.pt", "text")
+
+
+def test_gate_every_n_steps():
+    gate = SnapshotGate(every_steps=1000)
+    assert not gate.should_snapshot(999, None, {})
+    assert gate.should_snapshot(1000, None, {})
+    assert not gate.should_snapshot(1500, 1000, {})
+    assert gate.should_snapshot(2000, 1000, {})
+    assert not gate.should_snapshot(2000, 2000, {})
+
+
+def test_gate_beat_all_needs_every_member_above_threshold_with_enough_games():
+    gate = SnapshotGate(beat_all_threshold=0.7, min_games=20)
+    assert gate.should_snapshot(10, 0, {"a": (0.8, 20), "b": (0.71, 50)})
+    assert not gate.should_snapshot(10, 0, {"a": (0.8, 20), "b": (0.7, 50)})   # not above
+    assert not gate.should_snapshot(10, 0, {"a": (0.8, 19), "b": (0.9, 50)})   # too few games
+    assert not gate.should_snapshot(10, 0, {})                                 # no evidence
+    assert not gate.should_snapshot(10, 10, {"a": (1.0, 100)})                 # same step
+
+
+def test_gate_either_criterion_fires():
+    gate = SnapshotGate(every_steps=1000, beat_all_threshold=0.6, min_games=5)
+    assert gate.should_snapshot(100, 0, {"a": (0.9, 10)})
+    assert gate.should_snapshot(1100, 100, {"a": (0.1, 10)})
+    assert not gate.should_snapshot(200, 100, {"a": (0.5, 10)})
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({}, "every_steps and/or beat_all_threshold"),
+    ({"every_steps": 0}, "every_steps=0 must be a positive int"),
+    ({"beat_all_threshold": 1.2}, "beat_all_threshold=1.2 must be in"),
+    ({"every_steps": 10, "min_games": -1}, "min_games=-1"),
+])
+def test_gate_rejects_bad_settings(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        SnapshotGate(**kwargs)
+
+
+def test_gate_rejects_bad_win_rates():
+    with pytest.raises(ValueError, match="win rate against 'a'"):
+        SnapshotGate(beat_all_threshold=0.5).should_snapshot(5, 0, {"a": (1.5, 10)})
