@@ -235,7 +235,7 @@ def test_stepping_a_closed_env_raises(env):
         ({"arena_radius_m": -1}, r"arena_radius_m=-1.0 is out of range: allowed \[1000, 1e\+07\]"),
         ({"time_limit_s": float("nan")}, r"time_limit_s=nan is out of range: allowed \[1, 36000\]"),
         ({"time_limit_s": "300"}, r"time_limit_s must be a number in \[1, 36000\], got '300'"),
-        ({"missiles_per_fighter": 9}, r"missiles_per_fighter=9 is out of range: allowed \[0, 8\]"),
+        ({"missiles_per_fighter": 9}, r"missiles_per_fighter=9 is out of range: allowed \[1, 8\]"),
         ({"num_envs": 0}, r"num_envs=0 is out of range"),
         ({"num_envs": 2.0}, r"num_envs=2.0 is out of range"),
         ({"num_threads": 0}, r"num_threads=0 is out of range: allowed an integer in \[1, 1024\]"),

@@ -42,7 +42,7 @@ MIDRANGE_PARAMS: dict[str, Param] = {
     "fighter_thrust_g": _p(1.5, 0.0, 100.0, "fighter thrust at full throttle, g"),
     "fighter_max_g": _p(9.0, 0.1, 100.0, "fighter load limit, g"),
     "spawn_speed": _p(300.0, 1.0, 5000.0, "fighter speed at spawn, m/s"),
-    "missiles_per_fighter": _p(6, 0, 8, "missiles each fighter carries"),
+    "missiles_per_fighter": _p(6, 1, 8, "missiles each fighter carries"),
     "launch_cooldown_s": _p(0.5, 0.0, 3600.0, "time between two launches of one fighter, s"),
     "launch_cone_deg": _p(60.0, 0.0, 180.0, "largest off-boresight angle of a launch target, deg"),
     "launch_offset_m": _p(20.0, 0.0, 1000.0, "a missile appears this far ahead of the shooter, m"),

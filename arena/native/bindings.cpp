@@ -237,6 +237,12 @@ void midrange_set_world_state(PyBatch<MidrangeGame>& b, const py::dict& d) {
       const int32_t owner = mowner.data()[k], target = mtarget.data()[k];
       if (active && (owner < 0 || owner >= F || target < 0 || target >= F))
         throw py::value_error("an active missile needs owner and target in 0..num_fighters-1");
+      if (active && j / ctx.p.missiles_per_fighter != owner)
+        throw py::value_error("missile slot " + std::to_string(j) + " belongs to fighter " +
+                              std::to_string(j / ctx.p.missiles_per_fighter) + ", not to owner " +
+                              std::to_string(owner));
+      if (active && midrange::team_of(ctx.p, owner) == midrange::team_of(ctx.p, target))
+        throw py::value_error("missile slot " + std::to_string(j) + " targets its own team");
       s.m[j] = midrange::Missile{mx.data()[k], my.data()[k], mvx.data()[k], mvy.data()[k], mtof.data()[k],
                                  owner, target, active ? 1 : 0};
     }
@@ -270,14 +276,13 @@ double bare_fighter_loop(int num_envs, int physics_steps) {
   std::vector<double> x(2 * num_envs, 0.0), y(2 * num_envs, 0.0), vx(2 * num_envs, 300.0),
       vy(2 * num_envs, 0.0);
   const MidrangeGame::Ctx ctx = MidrangeGame::make_ctx(midrange::Params{});
-  const auto& p = ctx.p;
   {
     py::gil_scoped_release release;
     for (int t = 0; t < physics_steps; ++t) {
       for (int i = 0; i < 2 * num_envs; ++i) {
         const double u = (i & 1) ? 0.5 : -0.25;
-        midrange::integrate(x[i], y[i], vx[i], vy[i], u, ctx.d.f_thrust, ctx.d.f_cd0, ctx.d.f_k, p.fighter_rmin,
-                            p.fighter_max_g, p.g, p.dt);
+        midrange::integrate(x[i], y[i], vx[i], vy[i], u, ctx.d.f_thrust, ctx.d.f_cd0, ctx.d.f_k, ctx.d.f_inv_rmin,
+                            ctx.d.f_turn_cap, ctx.p.dt);
       }
     }
   }

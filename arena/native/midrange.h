@@ -1,5 +1,5 @@
 // Midrange air combat: beyond-visual-range missile fights on a 2-D plane.
-// DESIGN.md "Midrange air combat" is the specification; arena/envs/reference/midrange.py
+// DESIGN.md "Midrange air combat" is the specification; arena/envs/reference/midrange*.py
 // is the NumPy twin of this file, operation for operation. Change both together.
 //
 // Everything here is host/device code: one call steps one env, so the CPU thread
@@ -59,6 +59,7 @@ struct Derived {
   // Missile timers accumulate tof += dt; comparing against these (a millionth of a step early)
   // makes a 10 s burn last exactly 10 s / dt steps despite rounding in the sum.
   double burn_end_s, max_time_end_s;
+  double f_inv_rmin, f_turn_cap, m_inv_rmin, m_turn_cap;
   int max_steps, max_team, num_fighters;
 };
 
@@ -71,6 +72,10 @@ ARENA_HD Derived derive(const Params& p) {
   d.m_k = 1.0 / (4.0 * d.m_cd0 * p.missile_ld * p.missile_ld);
   d.m_thrust = p.missile_thrust_g * p.g;
   d.cos_cone = cos(p.launch_cone_deg * 3.14159265358979323846 / 180.0);
+  d.f_inv_rmin = 1.0 / p.fighter_rmin;
+  d.f_turn_cap = p.fighter_max_g * p.g * p.fighter_rmin;
+  d.m_inv_rmin = 1.0 / p.missile_rmin;
+  d.m_turn_cap = p.missile_max_g * p.g * p.missile_rmin;
   d.burn_end_s = p.missile_burn_s - 1e-6 * p.dt;
   d.max_time_end_s = p.missile_max_time_s - 1e-6 * p.dt;
   d.max_steps_f = ceil(p.time_limit_s / p.dt - 1e-9);
@@ -145,19 +150,21 @@ ARENA_HD void reset(const Params& p, State& s) {
 // ---------------------------------------------------------------- physics
 
 // One semi-implicit Euler step of a point mass with the DESIGN.md aerodynamics.
-// u is the turn command in [-1, 1] (positive turns left), limited by max_g.
+// u is the turn command in [-1, 1] (positive turns left). The g limit caps the control itself:
+// |u_eff| <= max_g g Rmin / v^2, written here as |u| v^2 <= turn_cap (turn_cap = max_g g Rmin) so
+// that the division happens only when the cap binds. inv_rmin = 1 / Rmin.
 ARENA_HD void integrate(double& x, double& y, double& vx, double& vy, double u, double thrust,
-                        double cd0, double k, double rmin, double max_g, double g, double dt) {
+                        double cd0, double k, double inv_rmin, double turn_cap, double dt) {
   const double v2 = vx * vx + vy * vy;
-  const double v = sqrt(v2);
   double ax = 0.0, ay = 0.0;
-  if (v > 1e-9) {
-    const double ulim = max_g * g * rmin / v2;
-    const double ue = clampd(u, -ulim, ulim);
-    const double cl = fabs(ue) / rmin;
+  if (v2 > 1e-18) {
+    const double inv_v = 1.0 / sqrt(v2);
+    double ue = u;
+    if (fabs(u) * v2 > turn_cap) ue = u > 0.0 ? turn_cap / v2 : -turn_cap / v2;
+    const double cl = fabs(ue) * inv_rmin;
     const double a_par = thrust - (cd0 + k * cl * cl) * v2;
-    const double a_perp = v2 * ue / rmin;
-    const double hx = vx / v, hy = vy / v;
+    const double a_perp = v2 * ue * inv_rmin;
+    const double hx = vx * inv_v, hy = vy * inv_v;
     ax = a_par * hx - a_perp * hy;
     ay = a_par * hy + a_perp * hx;
   }
@@ -188,6 +195,16 @@ ARENA_HD double swept_distance2(double ax0, double ay0, double ax1, double ay1, 
   if (ee > 1e-12) t = clampd(-(dx * ex + dy * ey) / ee, 0.0, 1.0);
   const double cx = dx + t * ex, cy = dy + t * ey;
   return cx * cx + cy * cy;
+}
+
+// Cheap exact reject before the swept test: the closest approach within the step is at least
+// |d1| - |e| (d1 the separation at the end, e the relative displacement), and
+// (R + |e|)^2 <= 2 (R^2 + |e|^2), so |d1|^2 > 2 (R^2 + |e|^2) rules a hit out.
+ARENA_HD bool may_pass_within(double ax0, double ay0, double ax1, double ay1, double bx0, double by0,
+                              double bx1, double by1, double r2) {
+  const double ex = (ax1 - ax0) - (bx1 - bx0), ey = (ay1 - ay0) - (by1 - by0);
+  const double dx = ax1 - bx1, dy = ay1 - by1;
+  return dx * dx + dy * dy <= 2.0 * (r2 + ex * ex + ey * ey);
 }
 
 // Launch from fighter i at the alive enemy with the smallest off-boresight angle
@@ -236,6 +253,7 @@ ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const 
   double fx0[MAX_FIGHTERS], fy0[MAX_FIGHTERS];
   int alive0[MAX_FIGHTERS];
   double u_m[MAX_MISSILES];
+  const double hit2 = p.hit_radius_m * p.hit_radius_m;
   // Guidance from the state at the start of the step.
   for (int k = 0; k < nm; ++k) {
     const Missile& m = s.m[k];
@@ -247,8 +265,8 @@ ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const 
     fy0[i] = f.y;
     alive0[i] = f.alive;
     if (!f.alive) continue;
-    integrate(f.x, f.y, f.vx, f.vy, rudder[i], d.f_thrust * throttle[i], d.f_cd0, d.f_k,
-              p.fighter_rmin, p.fighter_max_g, p.g, p.dt);
+    integrate(f.x, f.y, f.vx, f.vy, rudder[i], d.f_thrust * throttle[i], d.f_cd0, d.f_k, d.f_inv_rmin,
+              d.f_turn_cap, p.dt);
     f.cooldown = f.cooldown - p.dt > 0.0 ? f.cooldown - p.dt : 0.0;
   }
   for (int k = 0; k < nm; ++k) {
@@ -256,14 +274,12 @@ ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const 
     if (!m.active) continue;
     const double mx0 = m.x, my0 = m.y;
     const double thrust = m.tof < d.burn_end_s ? d.m_thrust : 0.0;
-    integrate(m.x, m.y, m.vx, m.vy, u_m[k], thrust, d.m_cd0, d.m_k, p.missile_rmin,
-              p.missile_max_g, p.g, p.dt);
+    integrate(m.x, m.y, m.vx, m.vy, u_m[k], thrust, d.m_cd0, d.m_k, d.m_inv_rmin, d.m_turn_cap, p.dt);
     m.tof += p.dt;
     const int t = m.target;
     // Swept hit test: a target alive at the start of the step, however fast the crossing.
-    if (alive0[t] &&
-        swept_distance2(mx0, my0, m.x, m.y, fx0[t], fy0[t], s.f[t].x, s.f[t].y) <=
-            p.hit_radius_m * p.hit_radius_m) {
+    if (alive0[t] && may_pass_within(mx0, my0, m.x, m.y, fx0[t], fy0[t], s.f[t].x, s.f[t].y, hit2) &&
+        swept_distance2(mx0, my0, m.x, m.y, fx0[t], fy0[t], s.f[t].x, s.f[t].y) <= hit2) {
       m.active = 0;
       events[m.owner * NUM_EVENTS + EV_HITS] += 1;
       events[t * NUM_EVENTS + EV_WAS_HIT] += 1;
