@@ -29,3 +29,23 @@ def test_make_rpsw_is_a_one_vs_one_game_with_four_throws():
 def test_make_rejects_unknown_game_naming_the_available_ones():
     with pytest.raises(ValueError, match="midrange, rpsw"):
         arena.make("chess")
+
+
+def test_set_params_changes_spawns_from_the_next_reset_and_keeps_the_buffers():
+    env = arena.make("midrange", num_envs=4, seed=2)
+    obs_before = env.observations
+    env.set_params(spawn_distance_min_m=5000.0, spawn_distance_max_m=6000.0)
+    env.reset(seed=2)
+    ws = env.world_state()
+    dx = ws["fighter_x"][:, 0] - ws["fighter_x"][:, 1]
+    gap = np.hypot(dx, ws["fighter_y"][:, 0] - ws["fighter_y"][:, 1])
+    assert ((gap > 4900) & (gap < 6100)).all()
+    assert env.observations is obs_before and env.params["spawn_distance_max_m"] == 6000.0
+
+
+def test_set_params_refuses_what_shapes_the_buffers_and_bad_values():
+    env = arena.make("midrange", num_envs=1)
+    with pytest.raises(ValueError, match="cannot change"):
+        env.set_params(tracked_missiles=2)
+    with pytest.raises(ValueError, match="spawn_speed"):
+        env.set_params(spawn_speed=-5.0)

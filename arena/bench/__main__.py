@@ -9,6 +9,7 @@ COMMANDS = {
     "sim": ("arena.bench.sim", "simulator physics steps/s and decisions/s, threads, vs NumPy"),
     "pilots": ("arena.bench.pilots", "heuristic pilot against the random bot over 1000 matches"),
     "train": ("arena.bench.train_sps", "training SPS with the time split"),
+    "evaluate": ("arena.bench.evaluate", "evaluation matches/s, midrange 1v1: scripted and LSTM players"),
 }
 
 

@@ -28,6 +28,24 @@ def default_num_threads() -> int:
         return os.cpu_count() or 1
 
 
+def build_params(name: str, sizes: tuple[int, int], overrides: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """Validated parameter values of game ``name`` and the core's parameter object for them."""
+    if name == "midrange":
+        values = validate_overrides(name, MIDRANGE_PARAMS, overrides)
+        check_midrange_consistency(values)
+        params = _core.MidrangeParams()
+        params.team_size = sizes
+        for key, value in values.items():
+            setattr(params, key, value)
+        return values, params
+    if sizes != (1, 1):
+        raise ValueError(f"team_sizes={sizes!r} is not allowed for rpsw: it is a 1v1 game, use (1, 1)")
+    values = validate_overrides(name, RPSW_PARAMS, overrides)
+    params = _core.RpswParams()
+    params.rounds = values["rounds"]
+    return values, params
+
+
 def make(
     name: str,
     num_envs: int = 1,
@@ -55,23 +73,11 @@ def make(
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device={device!r} is not allowed: use 'cpu' or 'cuda'")
     sizes = validate_team_sizes(team_sizes)
+    values, params = build_params(name, sizes, overrides)
     if name == "midrange":
-        values = validate_overrides(name, MIDRANGE_PARAMS, overrides)
-        check_midrange_consistency(values)
-        params = _core.MidrangeParams()
-        params.team_size = sizes
-        for key, value in values.items():
-            setattr(params, key, value)
         core = _core.MidrangeBatch(params, num_envs, num_threads, device)
         events = MIDRANGE_EVENTS
     else:
-        if sizes != (1, 1):
-            raise ValueError(
-                f"team_sizes={team_sizes!r} is not allowed for rpsw: it is a 1v1 game, use (1, 1)"
-            )
-        values = validate_overrides(name, RPSW_PARAMS, overrides)
-        params = _core.RpswParams()
-        params.rounds = values["rounds"]
         core = _core.RpswBatch(params, num_envs, num_threads, device)
         events = RPSW_EVENTS
     env = VectorEnv(name, core, team_sizes=sizes, params=values, seed=seed, event_names=events)

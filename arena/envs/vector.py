@@ -125,6 +125,22 @@ class VectorEnv:
         self._was_reset = True
         return self._core.obs
 
+    def set_params(self, **overrides: Any) -> None:
+        """Changes game parameters of every env between steps, e.g. a curriculum's spawn distances.
+
+        Matches in flight continue under the new values; spawn settings apply from each env's next
+        reset. Parameters that shape the buffers (team sizes, missiles per fighter, tracked
+        missiles) cannot change.
+        """
+        self._check_open()
+        if not hasattr(self._core, "set_params"):
+            raise NotImplementedError(f"game {self.game!r} does not support set_params")
+        from arena.envs.registry import build_params
+
+        values, params = build_params(self.game, self.team_sizes, {**self.params, **overrides})
+        self._core.set_params(params)
+        self.params = values
+
     def close(self) -> None:
         self._closed = True
 

@@ -38,6 +38,15 @@ class Batched {
   }
 
   const Ctx& ctx() const { return ctx_; }
+  // New parameters for every env (matches in flight continue under them; spawn settings apply
+  // from each env's next reset). The caller guarantees the layout (agents, obs_dim) is unchanged
+  // and that no step is running.
+  void set_ctx(const Ctx& ctx) {
+    ctx_ = ctx;
+#ifdef ARENA_WITH_CUDA
+    if (cuda_) cuda_->set_ctx(ctx);
+#endif
+  }
   int num_envs() const { return num_envs_; }
   int agents() const { return G::agents(ctx_); }
   int obs_dim() const { return G::obs_dim(ctx_); }

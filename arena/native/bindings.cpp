@@ -330,6 +330,17 @@ PYBIND11_MODULE(_core, m) {
   m.attr("MIDRANGE_MAX_TRACKED") = midrange::MAX_TRACKED;
 
   bind_batch<MidrangeGame>(m, "MidrangeBatch")
+      .def(
+          "set_params",
+          [](PyBatch<MidrangeGame>& b, const P& p) {
+            const P& old = b.batch_.ctx().p;
+            if (p.team_size[0] != old.team_size[0] || p.team_size[1] != old.team_size[1] ||
+                p.missiles_per_fighter != old.missiles_per_fighter || p.tracked_missiles != old.tracked_missiles)
+              throw py::value_error(
+                  "team_size, missiles_per_fighter and tracked_missiles shape the buffers and cannot change");
+            b.batch_.set_ctx(MidrangeGame::make_ctx(p));
+          },
+          py::arg("params"))
       .def("world_state", &midrange_world_state)
       .def("set_world_state", &midrange_set_world_state, py::arg("state"));
   bind_batch<RpswGame>(m, "RpswBatch").def("world_state", &rpsw_world_state);

@@ -18,6 +18,7 @@ class CudaBatch {
   CudaBatch(const CudaBatch&) = delete;
   CudaBatch& operator=(const CudaBatch&) = delete;
 
+  void set_ctx(const typename G::Ctx& ctx) { ctx_ = ctx; }
   void upload(const State* host_states);
   void download(State* host_states);
   void step(const int32_t* host_actions, int begin, int end, const BatchBuffers& host_out);

@@ -1,0 +1,68 @@
+"""Evaluation throughput: side-swapped, seed-paired matches per second on midrange 1v1.
+
+Two pairings: the heuristic pilot against the random pilot (numpy bots, the core's cost), and two
+LSTM policies of about 143k parameters (``Policy(obs_dim, [5, 3, 2], 128, 128)``, random weights,
+sampling) where batched inference dominates. Figures depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from arena.agents.players import ResolvedPlayer, game_spaces, resolve_player
+from arena.agents.policy import Policy
+from arena.evaluation.runner import MatchResult, MatchSettings, play_match
+
+GAME = "midrange"
+
+
+def policy_player(label: str, spaces_seed: int, hidden: int) -> ResolvedPlayer:
+    spaces = game_spaces(GAME)
+    torch.manual_seed(spaces_seed)
+    policy = Policy(spaces.obs_dim, list(spaces.action_nvec), hidden, hidden).eval()
+    return ResolvedPlayer(label, "policy", label, spaces, policy=policy)
+
+
+def describe(label: str, r: MatchResult) -> str:
+    decisions = sum(m.length for m in r.matches) * 2  # two fighters per 1v1 match
+    mean_length = decisions / 2 / max(r.games, 1)
+    return (
+        f"{label:28} {r.games:5d} games in {r.elapsed_s:6.2f} s: {r.games_per_second:8.1f} games/s, "
+        f"{decisions / r.elapsed_s:10.0f} decisions/s, mean length {mean_length:.0f} decisions, "
+        f"A's score {r.score()[0]:.3f}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m arena.bench evaluate",
+        description="Evaluation matches per second on midrange 1v1 (scripted bots and LSTM policies).",
+    )
+    parser.add_argument("--games", type=int, default=512, help="games per pairing (default 512)")
+    parser.add_argument("--envs", type=int, default=256, help="parallel envs (default 256)")
+    parser.add_argument("--threads", type=int, default=None, help="core threads (default: all CPUs)")
+    parser.add_argument("--torch-threads", type=int, default=1, help="inference threads (default 1)")
+    parser.add_argument("--hidden", type=int, default=128, help="policy MLP and LSTM width (default 128)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.torch_threads)
+    settings = MatchSettings(game=GAME, games=args.games, num_envs=args.envs, seed=args.seed,
+                             num_threads=args.threads)
+    a = policy_player("policy-a", 1, args.hidden)
+    b = policy_player("policy-b", 2, args.hidden)
+    print(f"midrange 1v1, {settings.even_games} games per pairing on {settings.envs} envs, "
+          f"core threads {args.threads or 'all'}, torch threads {args.torch_threads}; "
+          f"policies of {a.policy.num_parameters() if a.policy else 0} parameters")
+    pairings = [
+        ("heuristic vs random", resolve_player("scripted:heuristic", GAME),
+         resolve_player("scripted:random", GAME)),
+        ("policy vs policy (LSTM)", a, b),
+    ]
+    for label, first, second in pairings:
+        start = time.perf_counter()
+        result = play_match(first, second, settings)
+        print(f"{describe(label, result)}  (wall {time.perf_counter() - start:.2f} s)")
+    return 0

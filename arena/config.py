@@ -1,0 +1,201 @@
+"""The run configuration of ``python -m arena.train``: hydra structured configs.
+
+Every group (env, agent, trainer, reward, logger, league) is backed by a dataclass, so a misspelt
+key or a wrong type fails at start-up. The YAML files under ``configs/`` choose between presets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import MISSING
+
+from arena.envs.params import MIDRANGE_PARAMS, RPSW_PARAMS, Param
+from arena.trainer.config import PolicyConfig, TrainerConfig
+
+
+def _game_config(name: str, game: str, params: dict[str, Param]) -> type:
+    """A dataclass with the game's name, team sizes and every parameter of the game as a field."""
+    fields: list[Any] = [
+        ("name", str, field(default=game)),
+        ("team_sizes", list[int], field(default_factory=lambda: [1, 1])),
+    ]
+    fields += [(key, p.kind, field(default=p.default)) for key, p in params.items()]
+    return dataclasses.make_dataclass(name, fields)
+
+
+MidrangeEnvConfig = _game_config("MidrangeEnvConfig", "midrange", MIDRANGE_PARAMS)
+RpswEnvConfig = _game_config("RpswEnvConfig", "rpsw", RPSW_PARAMS)
+
+
+@dataclass
+class TrainerRunConfig(TrainerConfig):
+    """The trainer's hyperparameters plus where to resume from: a checkpoint path or ``latest``."""
+
+    resume: str | None = None
+
+
+@dataclass
+class RewardConfig:
+    """``terms.<name>: {_target_: <dotted path or built-in name>, weight: w, **kwargs}``."""
+
+    terms: dict[str, Any] = field(default_factory=lambda: {"outcome": {"_target_": "outcome", "weight": 1.0}})
+
+
+@dataclass
+class LoggerConfig:
+    kind: str = "none"  # none | wandb | tensorboard
+    project: str = "arena"
+    entity: str | None = None
+    name: str | None = None
+    tags: list[str] = field(default_factory=list)
+    mode: str | None = None  # wandb: online | offline | disabled; None: offline without an API key
+
+
+@dataclass
+class OpponentsConfig:
+    """Who drives team 1 when no league runs: ``players`` (``mirror``, ``scripted:<name>`` or a
+    checkpoint path) drawn with ``weights`` for each env at every episode end."""
+
+    players: list[str] = field(default_factory=lambda: ["mirror", "scripted:heuristic"])
+    weights: list[float] = field(default_factory=lambda: [0.5, 0.5])
+
+    def mix(self) -> dict[str, float]:
+        return opponent_mix(self.players, self.weights)
+
+
+def opponent_mix(players: list[str], weights: list[float]) -> dict[str, float]:
+    """``{player: weight}``, or a ``ValueError`` naming what is wrong."""
+    if len(players) != len(weights) or not players:
+        raise ValueError(
+            f"opponents.players {list(players)} and opponents.weights {list(weights)} must be "
+            "non-empty lists of the same length"
+        )
+    return dict(zip(players, weights, strict=True))
+
+
+@dataclass
+class StageConfig:
+    """A training stage: ``steps`` learner samples with its own overrides.
+
+    ``trainer`` may set learning_rate, ent_coef, clip_coef, vf_coef; ``opponents`` replaces the
+    opponent players and weights;
+    ``env`` may set the spawn distances (a curriculum of spawn difficulty)."""
+
+    steps: int = 0
+    name: str | None = None
+    trainer: dict[str, Any] = field(default_factory=dict)
+    opponents: OpponentsConfig | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunConfig:
+    run_dir: str | None = None  # None: runs/<game>-<date>-<time>
+    dashboard: bool = True
+    env: Any = MISSING  # the env group's schema (midrange or rpsw) gives it its type
+    agent: PolicyConfig = field(default_factory=PolicyConfig)
+    trainer: TrainerRunConfig = field(default_factory=lambda: TrainerRunConfig())
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    opponents: OpponentsConfig = field(default_factory=OpponentsConfig)
+    stages: list[StageConfig] = field(default_factory=list)
+    league: Any = None
+
+
+def register_configs() -> None:
+    """Puts the schemas in hydra's ConfigStore (the YAML presets in configs/ extend them)."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    cs.store(name="run_schema", node=RunConfig)
+    cs.store(group="env", name="midrange_schema", node=MidrangeEnvConfig)
+    cs.store(group="env", name="rpsw_schema", node=RpswEnvConfig)
+    cs.store(group="agent", name="lstm_schema", node=PolicyConfig)
+    cs.store(group="trainer", name="trainer_schema", node=TrainerRunConfig)
+    cs.store(group="reward", name="reward_schema", node=RewardConfig)
+    cs.store(group="logger", name="logger_schema", node=LoggerConfig)
+
+
+# ---------------------------------------------------------------------- composition
+
+
+def config_dir() -> Path:
+    """The YAML presets: installed beside the package, or at the root of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "configs", here.parent / "configs"):
+        if (candidate / "config.yaml").is_file():
+            return candidate
+    raise FileNotFoundError(f"arena's configs/ folder was not found next to {here}")
+
+
+GROUPS = ("env", "agent", "trainer", "reward", "logger", "league")
+
+
+def _normalise(overrides: list[str]) -> list[str]:
+    # The league group is optional: accept both `+league=NAME` and `league=NAME`.
+    return ["+" + o if o.startswith("league=") else o for o in overrides]
+
+
+def _valid_keys(node: Any) -> list[str]:
+    from omegaconf import DictConfig
+
+    return sorted(str(k) for k in node.keys()) if isinstance(node, DictConfig) else []
+
+
+def _explain(overrides: list[str], base: Any) -> str | None:
+    """Names the first override whose key does not exist, with the keys valid at that level."""
+    from omegaconf import DictConfig
+
+    for item in overrides:
+        if item.startswith(("+", "~")) or "=" not in item:
+            continue
+        key = item.split("=", 1)[0]
+        if key in GROUPS:
+            continue
+        node, walked = base, []
+        for part in key.split("."):
+            if not isinstance(node, DictConfig) or part not in node:
+                where = ".".join(walked) or "the top level"
+                valid = ", ".join(_valid_keys(node)) or "none (not a group of keys)"
+                return f"unknown config key {key!r}: {where} has no {part!r}; valid keys there: {valid}"
+            node = node[part]
+            walked.append(part)
+    return None
+
+
+def _explain_choice(overrides: list[str]) -> str | None:
+    """Names a group option that does not exist, with the options there are."""
+    for item in overrides:
+        group, _, choice = item.lstrip("+").partition("=")
+        if group in GROUPS and not (config_dir() / group / f"{choice}.yaml").is_file():
+            options = sorted(p.stem for p in (config_dir() / group).glob("*.yaml"))
+            return f"unknown {group} config {choice!r}; available: {', '.join(options) or 'none'}"
+    return None
+
+
+def compose_run_config(overrides: list[str]) -> Any:
+    """The resolved run config for command-line ``overrides``; a clear ``ValueError`` otherwise."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    register_configs()
+    overrides = _normalise(list(overrides))
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        try:
+            return compose("config", overrides=overrides)
+        except (HydraException, OmegaConfBaseException) as exc:
+            groups = [o for o in overrides if o.lstrip("+").split("=", 1)[0] in GROUPS]
+            try:
+                base = compose("config", overrides=groups)
+            except (HydraException, OmegaConfBaseException):
+                base = None
+            hint = _explain(overrides, base) if base is not None else _explain_choice(overrides)
+            cause = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
+            raise ValueError(hint or f"{exc}{cause}".strip()) from exc

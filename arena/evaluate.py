@@ -1,0 +1,198 @@
+"""Head-to-head and round-robin evaluation from the command line.
+
+    python -m arena.evaluate A B --games 1000 [--game midrange] [--sprt 0 10] [--record RUN_DIR]
+    python -m arena.evaluate --league RUN_DIR --games-per-pair 200 [--checkpoint learner=last.pt]
+
+A player is ``scripted:<bot>`` or a policy file (``checkpoint:<path>`` or a bare path). Games are
+played in side-swapped, seed-paired pairs (see ``arena.evaluation.runner``). Errors in the inputs
+(missing file, unknown bot, a policy for another game) exit with code 2 and a message naming them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from arena.envs.registry import GAMES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m arena.evaluate",
+        description="Play two players head-to-head (A B) or a league's round robin (--league RUN_DIR). "
+        "Players: scripted:<bot> or a policy file (checkpoint:<path> or a path).",
+    )
+    p.add_argument("players", nargs="*", metavar="PLAYER", help="the two players A and B")
+    p.add_argument("--games", type=int, default=200, help="games of A vs B, rounded up to even (default 200)")
+    p.add_argument("--game", default="midrange", choices=GAMES, help="game (default midrange)")
+    p.add_argument("--team-sizes", type=int, nargs=2, default=(1, 1), metavar=("N0", "N1"))
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="game setting override, e.g. --set time_limit_s=120 (repeatable)")
+    p.add_argument("--envs", type=int, default=None, help="parallel envs (default min(games, 256))")
+    p.add_argument("--seed", type=int, default=0, help="seed of spawns and players (default 0)")
+    p.add_argument("--threads", type=int, default=None, help="core threads (default: all CPUs)")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="threads for policy inference (default 1: evaluation batches are small, and more "
+                   "threads contend with the core's own thread pool)")
+    p.add_argument("--deterministic", action="store_true", help="policies take their argmax action")
+    p.add_argument("--sprt", type=float, nargs=2, default=None, metavar=("ELO0", "ELO1"),
+                   help="stop early when the SPRT of H0: elo=ELO0 vs H1: elo=ELO1 decides")
+    p.add_argument("--alpha", type=float, default=0.05, help="SPRT false-positive rate (default 0.05)")
+    p.add_argument("--beta", type=float, default=0.05, help="SPRT false-negative rate (default 0.05)")
+    p.add_argument("--record", metavar="RUN_DIR", default=None, help="record every match in this league")
+    p.add_argument("--league", metavar="RUN_DIR", default=None, help="round robin of this league's players")
+    p.add_argument("--games-per-pair", type=int, default=100, help="round-robin games per pair (default 100)")
+    p.add_argument("--checkpoint", action="append", default=[], metavar="[ID=]PATH",
+                   help="play a league's learning player from this file (ID defaults to 'learner')")
+    p.add_argument("--anchor", default=None, help="player rated 0 (default: a scripted bot, else the mean)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help and on bad arguments
+        return int(exc.code or 0)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.torch_threads < 1:
+            raise ValueError(f"--torch-threads {args.torch_threads} must be at least 1")
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+        if args.league is not None:
+            if args.players:
+                raise ValueError("give either two players or --league RUN_DIR, not both")
+            return _round_robin(args)
+        if len(args.players) != 2:
+            raise ValueError(f"expected two players A B (or --league RUN_DIR), got {len(args.players)}")
+        return _head_to_head(args)
+    except (FileNotFoundError, ValueError) as exc:
+        # The first line says what is wrong; torch appends pages of advice to a damaged file's error.
+        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
+        return 2
+
+
+def _settings(args: argparse.Namespace, games: int) -> Any:
+    from arena.evaluation.runner import MatchSettings, SprtSettings
+
+    sprt = None if args.sprt is None else SprtSettings(args.sprt[0], args.sprt[1], args.alpha, args.beta)
+    return MatchSettings(
+        game=args.game, team_sizes=(args.team_sizes[0], args.team_sizes[1]), games=games,
+        num_envs=args.envs, seed=args.seed, num_threads=args.threads, overrides=_overrides(args.overrides),
+        deterministic=args.deterministic, sprt=sprt,
+    )
+
+
+def _head_to_head(args: argparse.Namespace) -> int:
+    from arena.agents.players import game_spaces, resolve_player
+    from arena.evaluation.record import record_result
+    from arena.evaluation.report import format_match
+    from arena.evaluation.runner import play_match
+
+    settings = _settings(args, args.games)
+    spaces = game_spaces(settings.game, settings.team_sizes, settings.overrides)
+    a, b = (resolve_player(spec, settings.game, spaces=spaces) for spec in args.players)
+    with _progress(args, "games") as update:
+        result = play_match(a, b, settings, on_progress=None if update is None else (
+            lambda p: update(p.finished, p.games_total, _tally(p.wins, p.draws, p.losses))))
+    ids = record_result(args.record, a, b, result) if args.record else None
+    if args.json:
+        out = result.as_dict()
+        if ids is not None:
+            out["recorded"] = {"run_dir": args.record, "a": ids[0], "b": ids[1],
+                               "matches": len(result.matches)}
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_match(result))
+        if ids is not None:
+            print(f"  recorded  {len(result.matches)} matches as {ids[0]} vs {ids[1]} in {args.record}")
+    return 0
+
+
+def _round_robin(args: argparse.Namespace) -> int:
+    from arena.evaluation.league_players import league_players
+    from arena.evaluation.report import format_round_robin
+    from arena.evaluation.round_robin import play_round_robin
+
+    if args.sprt is not None or args.record is not None:
+        raise ValueError("--sprt and --record apply to head-to-head matches, not to --league")
+    settings = _settings(args, args.games_per_pair)
+    players = league_players(args.league, settings.game, settings.team_sizes, overrides=settings.overrides,
+                             checkpoints=_checkpoints(args.checkpoint))
+    if len(players) < 2:
+        raise ValueError(f"the league at {args.league} has {len(players)} playable players "
+                         f"({list(players)}); a round robin needs two (give --checkpoint for the learner)")
+    pairs = len(players) * (len(players) - 1) // 2
+    games_of_pair: dict[tuple[str, str], int] = {}
+    with _progress(args, "games") as update:
+        def on_progress(a: str, b: str, p: Any) -> None:
+            games_of_pair[(a, b)] = p.finished
+            assert update is not None
+            update(sum(games_of_pair.values()), pairs * p.games_total,
+                   f"{a} vs {b}: {_tally(p.wins, p.draws, p.losses)}")
+
+        rr = play_round_robin(players, settings, anchor=args.anchor,
+                              on_progress=None if update is None else on_progress)
+    print(json.dumps(rr.as_dict(), indent=2) if args.json else format_round_robin(rr))
+    return 0
+
+
+def _tally(wins: int, draws: int, losses: int) -> str:
+    n = wins + draws + losses
+    score = (wins + 0.5 * draws) / n if n else 0.5
+    return f"W/D/L {wins}/{draws}/{losses}  score {score:.3f}"
+
+
+@contextmanager
+def _progress(args: argparse.Namespace, unit: str) -> Iterator[Callable[[int, int, str], None] | None]:
+    """A rich progress bar on a terminal; None (no bar) when stdout is not one, or when asked."""
+    if args.no_progress or args.json or not sys.stdout.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(unit), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def update(done: int, total: int, text: str) -> None:
+            bar.update(task, completed=done, total=total, description=text)
+
+        yield update
+
+
+def _overrides(pairs: list[str]) -> dict[str, float | int]:
+    out: dict[str, float | int] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {pair!r} must look like KEY=VALUE, e.g. time_limit_s=120")
+        try:
+            out[key] = int(text)
+        except ValueError:
+            try:
+                out[key] = float(text)
+            except ValueError:
+                raise ValueError(f"--set {pair!r}: the value {text!r} is not a number") from None
+    return out
+
+
+def _checkpoints(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        player_id, sep, path = item.partition("=")
+        out[player_id if sep else "learner"] = path if sep else item
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""``python -m arena.train [group=option ...] [key=value ...]``: train a learner.
+
+Hydra config groups (see ``configs/``): ``env`` (midrange, midrange_2v2, midrange_4v4, rpsw),
+``agent``, ``trainer``, ``reward``, ``logger`` (none, wandb, tensorboard) and, with ``+league=NAME``,
+``league``. Examples::
+
+    python -m arena.train                                   # midrange 1v1 vs heuristic + mirror play
+    python -m arena.train env=rpsw trainer=quick logger=none
+    python -m arena.train trainer.total_timesteps=2_000_000 logger=wandb reward=shaped
+    python -m arena.train trainer.resume=latest run_dir=runs/my-run
+    python -m arena.train --cfg                             # print the resolved config and exit
+
+The run directory holds ``config.yaml`` (resolved), ``checkpoints/trainer.pt`` (written atomically
+every ``trainer.checkpoint_interval`` samples and at exit, Ctrl-C included) and ``metrics.jsonl``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("arena.train")
+
+ENV_META_KEYS = ("name", "team_sizes")
+
+
+def _plain(node: Any) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def resolve_run_dir(cfg: Any) -> Path:
+    if cfg.run_dir:
+        return Path(cfg.run_dir)
+    return Path("runs") / f"{cfg.env.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def resolve_resume(resume: str | None, run_dir: Path, explicit_run_dir: bool) -> Path | None:
+    """``trainer.resume``: a checkpoint path, or ``latest`` (this run_dir's checkpoint, or the newest
+    checkpoint under runs/ when no run_dir is given)."""
+    if not resume:
+        return None
+    if resume != "latest":
+        path = Path(resume)
+        if path.is_dir():
+            path = path / "checkpoints" / "trainer.pt"
+        if not path.is_file():
+            raise FileNotFoundError(f"trainer.resume={resume!r}: no checkpoint file at {path}")
+        return path
+    if explicit_run_dir:
+        path = run_dir / "checkpoints" / "trainer.pt"
+        if not path.is_file():
+            raise FileNotFoundError(f"trainer.resume=latest: {run_dir} has no checkpoint ({path} is missing)")
+        return path
+    found = sorted(Path("runs").glob("*/checkpoints/trainer.pt"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise FileNotFoundError("trainer.resume=latest: no checkpoint under runs/*/checkpoints/")
+    return found[-1]
+
+
+def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
+    """The pieces a run is made of, from the resolved config (no training happens here)."""
+    from arena.config import opponent_mix
+    from arena.rewards import build_reward
+    from arena.trainer.config import PolicyConfig, TrainerConfig
+    from arena.trainer.opponents import FixedMix
+    from arena.trainer.stages import StageSchedule, parse_stages
+
+    trainer_values = {k: v for k, v in _plain(cfg.trainer).items() if k != "resume"}
+    checkpoint_dir = Path(trainer_values["checkpoint_dir"])
+    if not checkpoint_dir.is_absolute():
+        trainer_values["checkpoint_dir"] = str(run_dir / checkpoint_dir)
+    trainer_config = TrainerConfig(**trainer_values).validate()
+    env = _plain(cfg.env)
+    return {
+        "trainer_config": trainer_config,
+        "policy_config": PolicyConfig(**_plain(cfg.agent)).validate(),
+        "game": env["name"],
+        "team_sizes": tuple(env["team_sizes"]),
+        "env_overrides": {k: v for k, v in env.items() if k not in ENV_META_KEYS},
+        "reward_fn": build_reward(_plain(cfg.reward.terms)),
+        "matchmaker": FixedMix(
+            opponent_mix(list(cfg.opponents.players), list(cfg.opponents.weights)),
+            redraw=True,
+            seed=trainer_config.seed,
+        ),
+        "stages": StageSchedule(parse_stages(_plain(cfg.stages) or [])),
+    }
+
+
+def run(cfg: Any) -> Path:
+    """Trains as configured; returns the run directory."""
+    from omegaconf import OmegaConf
+
+    from arena.trainer.dashboard import Dashboard
+    from arena.trainer.health import HealthMonitor, health_metrics
+    from arena.trainer.loggers import make_logger
+    from arena.trainer.opponents import FixedMix
+    from arena.trainer.ppo import PPOTrainer
+
+    run_dir = resolve_run_dir(cfg)
+    resume_path = resolve_resume(cfg.trainer.resume, run_dir, explicit_run_dir=bool(cfg.run_dir))
+    if resume_path is not None and not cfg.run_dir:
+        run_dir = resume_path.parent.parent
+    run_dir.mkdir(parents=True, exist_ok=True)
+    parts = build_components(cfg, run_dir)
+    if resume_path is not None:
+        logger.info("resuming from %s", resume_path)
+        trainer = PPOTrainer.resume(
+            resume_path,
+            reward_fn=parts["reward_fn"],
+            matchmaker=parts["matchmaker"],
+            config_overrides={
+                "total_timesteps": parts["trainer_config"].total_timesteps,
+                "checkpoint_dir": parts["trainer_config"].checkpoint_dir,
+            },
+        )
+    else:
+        trainer = PPOTrainer(
+            parts["trainer_config"],
+            parts["policy_config"],
+            game=parts["game"],
+            team_sizes=parts["team_sizes"],
+            env_overrides=parts["env_overrides"],
+            reward_fn=parts["reward_fn"],
+            matchmaker=parts["matchmaker"],
+        )
+    OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+    log = make_logger(
+        cfg.logger.kind,
+        run_dir,
+        **_logger_options(cfg, run_dir, trainer),
+    )
+    health = HealthMonitor()
+    stages = parts["stages"]
+
+    def set_mix(mix: Mapping[str, float]) -> None:
+        trainer.opponents.matchmaker = FixedMix(dict(mix), redraw=True, seed=trainer.config.seed + 1)
+
+    total = trainer.config.total_timesteps
+    interrupted = False
+    try:
+        with Dashboard(total_steps=total, enabled=cfg.dashboard) as dashboard:
+            while not trainer.done:
+                stages.apply(trainer.global_step, trainer, set_mix)
+                trainer.evaluate()
+                trainer.train()
+                metrics = trainer.mean_and_log()
+                warnings = health.update(metrics, progress=trainer.global_step / total)
+                metrics.update(health_metrics(warnings))
+                if stages.current is not None:
+                    metrics["stage"] = float(stages.current)
+                log.log(metrics, step=trainer.global_step)
+                dashboard.update(metrics, trainer.global_step, warnings)
+    except KeyboardInterrupt:
+        interrupted = True
+        logger.warning("interrupted at step %d: writing a checkpoint", trainer.global_step)
+    finally:
+        path = trainer.save()
+        log.close()
+        trainer.close()
+    logger.info("%s: %s (step %d)", "stopped" if interrupted else "done", path, trainer.global_step)
+    return run_dir
+
+
+def _logger_options(cfg: Any, run_dir: Path, trainer: Any) -> dict[str, Any]:
+    kind = cfg.logger.kind
+    if kind != "wandb":
+        return {}
+    from omegaconf import OmegaConf
+
+    return {
+        "project": cfg.logger.project,
+        "entity": cfg.logger.entity,
+        "name": cfg.logger.name or run_dir.name,
+        "tags": list(cfg.logger.tags),
+        "mode": cfg.logger.mode,
+        "config": {
+            **OmegaConf.to_container(cfg, resolve=True),
+            "trainer_resolved": dataclasses.asdict(trainer.config),
+        },
+    }
+
+
+USAGE = __doc__ or ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    from arena.config import compose_run_config
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    show_config = "--cfg" in argv
+    overrides = [a for a in argv if a != "--cfg"]
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = compose_run_config(overrides)
+        if show_config:
+            from omegaconf import OmegaConf
+
+            print(OmegaConf.to_yaml(cfg, resolve=True))
+            return 0
+        run_dir = run(cfg)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"arena.train: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"run directory: {run_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Every hyperparameter of the trainer and the policy, as flat typed dataclasses (hydra mirrors them)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class PolicyConfig:
+    """Sizes of the learner's network (see ``arena.agents.policy.Policy``)."""
+
+    hidden_size: int = 128
+    lstm_size: int = 128
+    encoder_layers: int = 1
+
+    def validate(self) -> PolicyConfig:
+        for name in ("hidden_size", "lstm_size", "encoder_layers"):
+            _require_int(self, name, low=1)
+        return self
+
+
+@dataclass
+class TrainerConfig:
+    """PPO+LSTM hyperparameters. Step counts are agent steps of learner rows (samples)."""
+
+    num_envs: int = 1024
+    num_threads: int | None = None  # simulator threads; None: every core
+    torch_threads: int | None = None  # torch intra-op threads; None: every core
+    seed: int = 0
+    device: str = "cpu"  # "cpu" or "cuda": where the policy runs and learns
+    total_timesteps: int = 10_000_000
+    bptt_horizon: int = 64  # steps per training segment (LSTM state stored at each start)
+    rollout_steps: int = 64  # steps per row per evaluate(); a multiple of bptt_horizon
+    minibatch_size: int = 16384  # samples per minibatch; a multiple of bptt_horizon
+    update_epochs: int = 1
+    learning_rate: float = 3e-4
+    anneal_lr: bool = True
+    adam_eps: float = 1e-5
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2
+    vf_coef: float = 0.5
+    vf_clip_coef: float = 0.2
+    ent_coef: float = 0.01
+    max_grad_norm: float = 0.5
+    norm_adv: bool = True
+    compile: bool = False  # torch.compile the policy's step and sequence paths
+    overlap: bool = True  # double buffering: simulate half the envs while the policy acts on the other
+    checkpoint_interval: int = 0  # samples between checkpoints; 0: only when save() is called
+    checkpoint_dir: str = "checkpoints"
+
+    def validate(self) -> TrainerConfig:
+        """Checks every field; raises ``ValueError`` naming the field and the allowed values."""
+        _require_int(self, "num_envs", low=1)
+        _require_int(self, "num_threads", low=1, optional=True)
+        _require_int(self, "torch_threads", low=1, optional=True)
+        _require_int(self, "seed", low=0)
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device={self.device!r} is not allowed: use 'cpu' or 'cuda'")
+        _require_int(self, "total_timesteps", low=1)
+        _require_int(self, "bptt_horizon", low=1)
+        _require_int(self, "rollout_steps", low=1)
+        _require_int(self, "minibatch_size", low=1)
+        _require_int(self, "update_epochs", low=1)
+        _require_int(self, "checkpoint_interval", low=0)
+        if self.rollout_steps % self.bptt_horizon:
+            raise ValueError(
+                f"rollout_steps={self.rollout_steps} must be a multiple of bptt_horizon={self.bptt_horizon}"
+            )
+        if self.minibatch_size % self.bptt_horizon:
+            raise ValueError(
+                f"minibatch_size={self.minibatch_size} must be a multiple of "
+                f"bptt_horizon={self.bptt_horizon} (minibatches are made of whole segments)"
+            )
+        _require_float(self, "learning_rate", low=0.0, low_open=True)
+        _require_float(self, "adam_eps", low=0.0, low_open=True)
+        _require_float(self, "gamma", low=0.0, high=1.0)
+        _require_float(self, "gae_lambda", low=0.0, high=1.0)
+        _require_float(self, "clip_coef", low=0.0, low_open=True)
+        _require_float(self, "vf_coef", low=0.0)
+        _require_float(self, "vf_clip_coef", low=0.0)
+        _require_float(self, "ent_coef", low=0.0)
+        _require_float(self, "max_grad_norm", low=0.0, low_open=True)
+        for name in ("anneal_lr", "norm_adv", "compile", "overlap"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be true or false")
+        if not isinstance(self.checkpoint_dir, str) or not self.checkpoint_dir:
+            raise ValueError(f"checkpoint_dir={self.checkpoint_dir!r} must be a non-empty path")
+        return self
+
+    @property
+    def resolved_torch_threads(self) -> int:
+        return self.torch_threads if self.torch_threads is not None else available_cores()
+
+    @property
+    def resolved_num_threads(self) -> int:
+        return self.num_threads if self.num_threads is not None else available_cores()
+
+
+def config_from_dict(cls: type[Any], values: dict[str, Any]) -> Any:
+    """Builds ``cls`` from a plain dict (a checkpoint's copy), naming unknown keys."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} keys {unknown}; valid keys: {sorted(names)}")
+    return cls(**values).validate()
+
+
+def _require_int(cfg: object, name: str, low: int, optional: bool = False) -> None:
+    value = getattr(cfg, name)
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        extra = " or None" if optional else ""
+        raise ValueError(f"{name}={value!r} is out of range: allowed an integer >= {low}{extra}")
+
+
+def _require_float(
+    cfg: object, name: str, low: float, high: float | None = None, low_open: bool = False
+) -> None:
+    value = getattr(cfg, name)
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    ok = ok and (value > low if low_open else value >= low) and (high is None or value <= high)
+    if not ok:
+        bound = f"> {low}" if low_open else f">= {low}"
+        bound += f" and <= {high}" if high is not None else ""
+        raise ValueError(f"{name}={value!r} is out of range: allowed a number {bound}")

@@ -1,0 +1,137 @@
+"""The rollout buffer: step-major ``[T, rows]`` tensors, cut into segments of ``bptt_horizon`` steps of
+one row for training.
+
+Step-major, so that storing one step of every row is a contiguous write (the rollout's hot path); a
+minibatch gathers its segments ``[segments, bptt_horizon, ...]`` with one indexing op per field.
+
+Every row of the env has a lane, learner or not: ``learner_mask`` says, per (row, step), whether the
+learner played it (team 0 always; team 1 in mirror self-play). Training uses only segments holding at
+least one learner step and weights each step by the mask, so an env that switches between mirror and
+another opponent at an episode end needs no special case. The LSTM state at each segment start is
+stored, so training replays exactly the states the rollout saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Minibatch:
+    """Whole segments: every tensor is ``[segments, bptt_horizon, ...]`` except the states."""
+
+    obs: Tensor
+    actions: Tensor
+    logprobs: Tensor
+    values: Tensor
+    advantages: Tensor
+    returns: Tensor
+    episode_starts: Tensor
+    learner_mask: Tensor
+    state: tuple[Tensor, Tensor]  # LSTM (h, c) at each segment's start, [segments, lstm_size]
+
+
+class Experience:
+    """Preallocated storage for one rollout of ``rollout_steps`` steps of every row.
+
+    Segment ``id = j * rows + r`` is steps ``[j * bptt_horizon, (j + 1) * bptt_horizon)`` of row ``r``.
+    """
+
+    def __init__(
+        self,
+        rows: int,
+        rollout_steps: int,
+        bptt_horizon: int,
+        obs_dim: int,
+        action_dims: int,
+        lstm_size: int,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        if rollout_steps % bptt_horizon:
+            raise ValueError(
+                f"rollout_steps={rollout_steps} must be a multiple of bptt_horizon={bptt_horizon}"
+            )
+        self.rows, self.steps, self.horizon = rows, rollout_steps, bptt_horizon
+        self.segments_per_row = rollout_steps // bptt_horizon
+        shape = (rollout_steps, rows)
+
+        def zeros(*extra: int, dtype: torch.dtype = torch.float32) -> Tensor:
+            return torch.zeros(*shape, *extra, dtype=dtype, device=device)
+
+        self.obs = zeros(obs_dim)
+        self.actions = zeros(action_dims, dtype=torch.int64)
+        self.logprobs = zeros()
+        self.values = zeros()
+        self.rewards = zeros()
+        self.final_values = zeros()  # value of the final observation, on truncated steps only
+        self.terminals = zeros(dtype=torch.bool)
+        self.truncations = zeros(dtype=torch.bool)
+        self.episode_starts = zeros(dtype=torch.bool)
+        self.learner_mask = zeros(dtype=torch.bool)
+        # LSTM state at each segment start, [segments_per_row, rows, lstm_size]
+        self.state_h = torch.zeros(self.segments_per_row, rows, lstm_size, device=device)
+        self.state_c = torch.zeros(self.segments_per_row, rows, lstm_size, device=device)
+        self.next_value = torch.zeros(rows, device=device)  # bootstrap after the last step
+        self.next_mask = torch.zeros(rows, dtype=torch.bool, device=device)
+
+    @property
+    def num_segments(self) -> int:
+        return self.rows * self.segments_per_row
+
+    def clear_step_outputs(self) -> None:
+        """Before a rollout: fields written only on some steps must not keep old values."""
+        self.final_values.zero_()
+        self.logprobs.zero_()
+        self.values.zero_()
+
+    def learner_samples(self) -> int:
+        return int(self.learner_mask.sum())
+
+    def learner_segments(self) -> Tensor:
+        """Ids of the segments with at least one learner step."""
+        has_learner = self.learner_mask.view(self.segments_per_row, self.horizon, self.rows).any(dim=1)
+        if bool(has_learner.all()):
+            return torch.arange(self.num_segments, device=has_learner.device)
+        return has_learner.reshape(-1).nonzero().squeeze(1)
+
+    def minibatches(
+        self,
+        advantages: Tensor,
+        returns: Tensor,
+        segment_ids: Tensor,
+        segments_per_minibatch: int,
+        rng: np.random.Generator,
+    ) -> Iterator[Minibatch]:
+        """One pass over ``segment_ids`` in a random order, in minibatches of whole segments."""
+        order = torch.from_numpy(rng.permutation(len(segment_ids))).to(segment_ids.device)
+        shuffled = segment_ids[order]
+        for begin in range(0, len(shuffled), segments_per_minibatch):
+            yield self.gather(shuffled[begin : begin + segments_per_minibatch], advantages, returns)
+
+    def gather(self, ids: Tensor, advantages: Tensor, returns: Tensor) -> Minibatch:
+        """Segments ``ids`` of every field (and of ``advantages``/``returns``, shaped like the buffer)."""
+        block, row = ids // self.rows, ids % self.rows
+
+        def pick(x: Tensor) -> Tensor:
+            return x.view(self.segments_per_row, self.horizon, self.rows, *x.shape[2:])[block, :, row]
+
+        return Minibatch(
+            obs=pick(self.obs),
+            actions=pick(self.actions),
+            logprobs=pick(self.logprobs),
+            values=pick(self.values),
+            advantages=pick(advantages),
+            returns=pick(returns),
+            episode_starts=pick(self.episode_starts),
+            learner_mask=pick(self.learner_mask),
+            state=(self.state_h[block, row], self.state_c[block, row]),
+        )
+
+    def row_major(self, x: Tensor) -> Tensor:
+        """A ``[T, rows, ...]`` field seen as ``[rows, T, ...]`` (a view, for inspection)."""
+        return x.transpose(0, 1)

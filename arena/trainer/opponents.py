@@ -1,0 +1,303 @@
+"""Who drives team 1 of each env, and the opponents' batched inference.
+
+The learner always drives team 0. Team 1 of env ``e`` is driven by the player the assignment names:
+- ``"mirror"``: the learner itself (mirror self-play). Those rows are learner rows too and enter the
+  training batch;
+- ``"scripted:<name>"``: a scripted player (anything with ``act(obs) -> actions``);
+- ``"checkpoint:<path>"`` (or a bare path to an existing file): a frozen policy, with its own LSTM
+  state per row, reset at episode starts;
+- any id registered with ``add_player`` (the league registers its snapshots this way).
+
+The assignment of an env changes only when its match ends: the trainer calls ``episodes_ended``,
+which asks the matchmaker ``(env_ids, outcomes) -> player ids`` for the finished envs. Inference
+is one batched call per player over the rows it drives in the half of the envs being stepped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from arena.agents.policy import Policy, load_policy
+
+logger = logging.getLogger(__name__)
+
+MIRROR = "mirror"
+SCRIPTED_PREFIX = "scripted:"
+CHECKPOINT_PREFIX = "checkpoint:"
+NO_OUTCOME = -1  # the outcome code passed for envs that have not finished a match (the first call)
+
+
+class ActsOnObs(Protocol):
+    def act(self, obs: np.ndarray) -> np.ndarray: ...
+
+
+# (env_ids int64 [k], outcomes int8 [k] from team 0's view: 0 win, 1 loss, 2 draw, -1 none yet)
+# -> the player id for each of those envs' next match
+Matchmaker = Callable[[np.ndarray, np.ndarray], Sequence[str]]
+
+
+@dataclass
+class Player:
+    player_id: str
+    agent: Policy | ActsOnObs | None  # None: the learner (mirror)
+
+    @property
+    def is_policy(self) -> bool:
+        return isinstance(self.agent, Policy)
+
+
+@dataclass
+class RowGroups:
+    """How the rows of envs ``[begin, end)`` split among players (a cached view of the assignment)."""
+
+    learner: slice | Tensor  # learner rows (global indices), a slice when contiguous
+    learner_count: int
+    opponents: list[tuple[int, np.ndarray, Tensor]]  # (player index, rows numpy, rows tensor)
+
+
+class FixedMix:
+    """A matchmaker drawing each env's opponent from fixed weights, with a seeded generator.
+
+    With ``redraw=False`` an env keeps the player drawn for it at the start; with ``redraw=True``
+    it draws again at every episode end. ``FixedMix("mirror")`` is plain mirror self-play.
+    """
+
+    def __init__(
+        self, players: str | Sequence[str] | Mapping[str, float], *, redraw: bool = False, seed: int = 0
+    ) -> None:
+        if isinstance(players, str):
+            players = {players: 1.0}
+        elif not isinstance(players, Mapping):
+            players = {p: 1.0 for p in players}
+        weights = np.array([float(w) for w in players.values()], dtype=np.float64)
+        if len(weights) == 0 or (weights < 0).any() or not np.isfinite(weights).all() or weights.sum() <= 0:
+            raise ValueError(
+                f"FixedMix needs players with non-negative weights and a positive sum, got {players}"
+            )
+        self.player_ids = list(players)
+        self.probs = weights / weights.sum()
+        self.redraw = redraw
+        self.rng = np.random.default_rng(seed)
+        self._choice = np.full(0, -1, dtype=np.int64)  # per env id, index into player_ids
+
+    def __call__(self, env_ids: np.ndarray, outcomes: np.ndarray) -> list[str]:
+        env_ids = np.asarray(env_ids, dtype=np.int64)
+        if len(env_ids) and env_ids.max() >= len(self._choice):
+            grown = np.full(int(env_ids.max()) + 1, -1, dtype=np.int64)
+            grown[: len(self._choice)] = self._choice
+            self._choice = grown
+        draw = env_ids if self.redraw else env_ids[self._choice[env_ids] < 0]
+        if len(draw):
+            self._choice[draw] = self.rng.choice(len(self.player_ids), size=len(draw), p=self.probs)
+        return [self.player_ids[i] for i in self._choice[env_ids]]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state, "choice": self._choice.tolist()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.rng.bit_generator.state = dict(state["rng"])
+        self._choice = np.asarray(state["choice"], dtype=np.int64)
+
+
+class Opponents:
+    """The env -> player assignment for team 1, and the inference of every non-learner player."""
+
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        team_sizes: tuple[int, int],
+        game: str,
+        matchmaker: Matchmaker | None = None,
+        device: torch.device | str = "cpu",
+        seed: int = 0,
+    ) -> None:
+        self.num_envs, self.team_sizes, self.game = num_envs, tuple(team_sizes), game
+        self.agents_per_env = team_sizes[0] + team_sizes[1]
+        self.rows = num_envs * self.agents_per_env
+        self.matchmaker: Matchmaker = matchmaker if matchmaker is not None else FixedMix(MIRROR)
+        self.device = torch.device(device)
+        self.seed = seed
+        self.players: list[Player] = [Player(MIRROR, None)]
+        self._index = {MIRROR: 0}
+        self.player_of_env = np.zeros(num_envs, dtype=np.int64)
+        slot_team = np.array([0] * team_sizes[0] + [1] * team_sizes[1], dtype=bool)
+        self._team1_row = np.tile(slot_team, num_envs)
+        self.learner_row_mask = np.ones(self.rows, dtype=bool)  # updated with the assignment
+        self._groups: dict[tuple[int, int], RowGroups] = {}
+        self._states: dict[int, tuple[Tensor, Tensor]] = {}  # per LSTM size, every row
+
+    # ------------------------------------------------------------------ players
+
+    def add_player(self, player_id: str, agent: Policy | ActsOnObs) -> None:
+        """Registers a player under ``player_id`` (a frozen ``Policy`` or an object with ``act``)."""
+        if player_id == MIRROR:
+            raise ValueError(f"{MIRROR!r} is reserved for the learner itself")
+        if not isinstance(agent, Policy) and not callable(getattr(agent, "act", None)):
+            raise TypeError(
+                f"player {player_id!r} must be a Policy or have act(obs), got {type(agent).__name__}"
+            )
+        if isinstance(agent, Policy):
+            agent = agent.to(self.device).eval().requires_grad_(False)
+        if player_id in self._index:
+            self.players[self._index[player_id]].agent = agent
+            return
+        self._index[player_id] = len(self.players)
+        self.players.append(Player(player_id, agent))
+
+    def player_index(self, player_id: str) -> int:
+        """The index of ``player_id``, building scripted and checkpoint players on first use."""
+        if player_id in self._index:
+            return self._index[player_id]
+        if player_id.startswith(SCRIPTED_PREFIX):
+            from arena.agents.scripted import make_scripted
+
+            agent: Policy | ActsOnObs = make_scripted(
+                player_id, self.game, team_sizes=self.team_sizes, seed=self.seed + len(self.players)
+            )
+        elif player_id.startswith(CHECKPOINT_PREFIX) or os.path.isfile(player_id):
+            agent = load_policy(player_id.removeprefix(CHECKPOINT_PREFIX), device=self.device)
+        else:
+            raise ValueError(
+                f"unknown player id {player_id!r}: use {MIRROR!r}, 'scripted:<name>', 'checkpoint:<path>' "
+                f"or an id registered with add_player (registered: {sorted(self._index)})"
+            )
+        self.add_player(player_id, agent)
+        return self._index[player_id]
+
+    # ------------------------------------------------------------------ assignment
+
+    def assignment(self) -> list[str]:
+        """The player id driving team 1 of each env."""
+        return [self.players[i].player_id for i in self.player_of_env]
+
+    def start(self) -> None:
+        """Asks the matchmaker for every env's first opponent."""
+        envs = np.arange(self.num_envs, dtype=np.int64)
+        self.set_assignment(envs, self.matchmaker(envs, np.full(self.num_envs, NO_OUTCOME, dtype=np.int8)))
+
+    def episodes_ended(self, env_ids: np.ndarray, outcomes: np.ndarray) -> None:
+        """Envs ``env_ids`` finished a match with ``outcomes``: their next opponents are chosen now."""
+        self.set_assignment(env_ids, self.matchmaker(env_ids, outcomes))
+
+    def set_assignment(self, env_ids: np.ndarray, player_ids: Sequence[str]) -> None:
+        """Call only for envs at an episode start: their rows' LSTM states are reset by the rollout."""
+        env_ids = np.asarray(env_ids, dtype=np.int64)
+        if len(player_ids) != len(env_ids):
+            raise ValueError(f"the matchmaker returned {len(player_ids)} player ids for {len(env_ids)} envs")
+        if len(env_ids) == 0:
+            return
+        names, inverse = np.unique(np.asarray(player_ids, dtype=object).astype(str), return_inverse=True)
+        index = np.array([self.player_index(str(n)) for n in names], dtype=np.int64)[inverse]
+        if np.array_equal(self.player_of_env[env_ids], index):
+            return
+        self.player_of_env[env_ids] = index
+        rows = (env_ids[:, None] * self.agents_per_env + np.arange(self.agents_per_env)).ravel()
+        mirror = np.repeat(index == 0, self.agents_per_env)
+        self.learner_row_mask[rows] = ~self._team1_row[rows] | mirror
+        self._groups.clear()
+
+    # ------------------------------------------------------------------ rows and inference
+
+    def groups(self, begin: int, end: int) -> RowGroups:
+        """The learner's rows and each opponent's rows among envs ``[begin, end)``."""
+        key = (begin, end)
+        if key not in self._groups:
+            self._groups[key] = self._make_groups(begin, end)
+        return self._groups[key]
+
+    def _make_groups(self, begin: int, end: int) -> RowGroups:
+        a = self.agents_per_env
+        lo, hi = begin * a, end * a
+        is_learner = self.learner_row_mask[lo:hi]
+        learner: slice | Tensor
+        if is_learner.all():
+            learner = slice(lo, hi)
+        else:
+            learner = torch.from_numpy(np.flatnonzero(is_learner) + lo).to(self.device)
+        player_of_row = np.repeat(self.player_of_env[begin:end], a)
+        opponents = []
+        for p in np.unique(player_of_row[~is_learner]):
+            rows = np.flatnonzero(~is_learner & (player_of_row == p)) + lo
+            opponents.append((int(p), rows, torch.from_numpy(rows).to(self.device)))
+        return RowGroups(learner, int(is_learner.sum()), opponents)
+
+    def act(
+        self,
+        groups: RowGroups,
+        obs_np: np.ndarray,
+        obs: Tensor,
+        episode_start: Tensor,
+        actions_out: Tensor,
+        generator: torch.Generator | None,
+    ) -> None:
+        """Writes the opponents' actions for ``groups`` into ``actions_out`` (int64 [rows, dims]).
+
+        ``obs_np`` is the env's observation buffer (every row); ``obs`` and ``episode_start`` the
+        same rows as tensors on the policy device.
+        """
+        for p, rows_np, rows in groups.opponents:
+            agent = self.players[p].agent
+            if isinstance(agent, Policy):
+                h, c = self._state_for(agent.lstm_size)
+                logits, _, (h_new, c_new) = agent.forward_step(
+                    obs.index_select(0, rows), (h.index_select(0, rows), c.index_select(0, rows)),
+                    episode_start.index_select(0, rows),
+                )
+                h.index_copy_(0, rows, h_new)
+                c.index_copy_(0, rows, c_new)
+                acts, _ = agent.sample_actions(logits, generator)
+                actions_out[rows_np] = acts.to(actions_out.device)
+            else:
+                assert agent is not None
+                acts_np = np.asarray(agent.act(obs_np[rows_np]))
+                actions_out[rows_np] = torch.from_numpy(acts_np.astype(np.int64, copy=False))
+
+    def _state_for(self, lstm_size: int) -> tuple[Tensor, Tensor]:
+        # One state per LSTM size is enough: a row has one player at a time and switches only at
+        # an episode start, where the state is zeroed.
+        if lstm_size not in self._states:
+            zeros = torch.zeros(self.rows, lstm_size, device=self.device)
+            self._states[lstm_size] = (zeros, zeros.clone())
+        return self._states[lstm_size]
+
+    def reset_states(self) -> None:
+        for h, c in self._states.values():
+            h.zero_()
+            c.zero_()
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state_dict(self) -> dict[str, Any]:
+        """The assignment, the matchmaker's state and the scripted players' generators."""
+        state: dict[str, Any] = {"assignment": self.assignment(), "players": {}}
+        if callable(getattr(self.matchmaker, "state_dict", None)):
+            state["matchmaker"] = self.matchmaker.state_dict()  # type: ignore[attr-defined]
+        for player in self.players[1:]:
+            agent = player.agent
+            if isinstance(agent, Policy):
+                continue  # frozen: nothing changes
+            if callable(getattr(agent, "state_dict", None)):
+                state["players"][player.player_id] = {"state_dict": agent.state_dict()}
+            elif isinstance(getattr(agent, "rng", None), np.random.Generator):
+                state["players"][player.player_id] = {"rng": agent.rng.bit_generator.state}
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if "matchmaker" in state and callable(getattr(self.matchmaker, "load_state_dict", None)):
+            self.matchmaker.load_state_dict(state["matchmaker"])  # type: ignore[attr-defined]
+        self.set_assignment(np.arange(self.num_envs), list(state["assignment"]))
+        for player_id, saved in state.get("players", {}).items():
+            agent = self.players[self.player_index(player_id)].agent
+            if "state_dict" in saved:
+                agent.load_state_dict(saved["state_dict"])  # type: ignore[union-attr]
+            elif "rng" in saved:
+                agent.rng.bit_generator.state = dict(saved["rng"])  # type: ignore[union-attr]

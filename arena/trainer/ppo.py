@@ -1,0 +1,364 @@
+"""The PPO+LSTM trainer, in PuffeRL's shape: ``evaluate()`` collects, ``train()`` learns,
+``mean_and_log()`` reports.
+
+```python
+trainer = PPOTrainer(TrainerConfig(num_envs=1024), game="midrange", matchmaker=FixedMix("mirror"))
+while not trainer.done:
+    trainer.evaluate()
+    trainer.train()
+    metrics = trainer.mean_and_log()
+trainer.save()
+```
+
+Determinism: the policy is initialised from ``seed``; actions are drawn from the trainer's own torch
+generator, minibatches shuffled and env reset seeds drawn from its own numpy generators. With the
+same config on CPU (same ``torch_threads``), two runs compute the same losses.
+
+Checkpoints are episode boundaries: after ``save`` (and after ``load``) the next rollout starts fresh
+matches seeded from the env seed stream, with zero LSTM states. The env's in-flight matches are not
+part of a checkpoint, so this is what lets a resumed run continue exactly like the run that wrote the
+file. The matches cut short count as truncations: the rollout already bootstrapped their last step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import random
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+import arena
+from arena.agents.policy import Policy
+from arena.trainer.advantage import compute_gae
+from arena.trainer.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointError, atomic_save
+from arena.trainer.checkpoint import load_checkpoint as read_checkpoint
+from arena.trainer.config import PolicyConfig, TrainerConfig, config_from_dict
+from arena.trainer.experience import Experience, Minibatch
+from arena.trainer.opponents import Matchmaker, Opponents
+from arena.trainer.rollout import Rollout
+from arena.trainer.stats import RolloutStats
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = "trainer.pt"
+LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "loss")
+
+
+class PPOTrainer:
+    """PPO with an LSTM policy on team 0 of every env (and team 1 in mirror self-play)."""
+
+    def __init__(
+        self,
+        config: TrainerConfig,
+        policy_config: PolicyConfig | None = None,
+        *,
+        game: str = "midrange",
+        team_sizes: tuple[int, int] = (1, 1),
+        env_overrides: Mapping[str, Any] | None = None,
+        reward_fn: Any = None,
+        matchmaker: Matchmaker | None = None,
+    ) -> None:
+        self.config = dataclasses.replace(config).validate()
+        self.policy_config = dataclasses.replace(policy_config or PolicyConfig()).validate()
+        cfg = self.config
+        if cfg.device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("device='cuda' was asked for, but torch sees no usable GPU; use device='cpu'")
+        self.device = torch.device(cfg.device)
+        torch.set_num_threads(cfg.resolved_torch_threads)
+        self.env_spec = {"game": game, "team_sizes": list(team_sizes), "overrides": dict(env_overrides or {})}
+        self.env = arena.make(
+            game, num_envs=cfg.num_envs, num_threads=cfg.resolved_num_threads, seed=cfg.seed,
+            team_sizes=tuple(team_sizes), **self.env_spec["overrides"],
+        )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            self.policy = Policy(
+                self.env.obs_dim, list(self.env.action_space.nvec), **dataclasses.asdict(self.policy_config)
+            ).to(self.device)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
+        self.generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
+        self.shuffle_rng = np.random.default_rng([cfg.seed, 1])
+        self.env_seed_rng = np.random.default_rng([cfg.seed, 2])
+        self.reward_fn = reward_fn
+        self.opponents = Opponents(
+            num_envs=cfg.num_envs, team_sizes=tuple(team_sizes), game=game, matchmaker=matchmaker,
+            device=self.device, seed=cfg.seed,
+        )
+        self.opponents.start()
+        self.experience = Experience(
+            self.env.num_agents, cfg.rollout_steps, cfg.bptt_horizon, self.env.obs_dim,
+            len(self.env.action_space.nvec), self.policy.lstm_size, self.device,
+        )
+        self._step_fn = torch.compile(self.policy.forward_step) if cfg.compile else self.policy.forward_step
+        self._sequence_fn = (
+            torch.compile(self.policy.forward_sequence) if cfg.compile else self.policy.forward_sequence
+        )
+        self.stats = RolloutStats()
+        self.rollout = Rollout(
+            self.env, self.policy, self.opponents, self.experience, self.stats, overlap=cfg.overlap,
+            reward_fn=reward_fn, generator=self.generator, step_fn=self._step_fn, device=self.device,
+        )
+        self.global_step = 0  # learner samples collected
+        self.update = 0  # PPO updates done (train() calls)
+        self._steps_before_batch = 0
+        self._last_checkpoint_step = 0
+        self._restart_pending = True
+        self._losses: dict[str, float] = {}
+        self._log_time, self._log_step = time.perf_counter(), 0
+
+    # ------------------------------------------------------------------ the loop
+
+    @property
+    def done(self) -> bool:
+        return self.global_step >= self.config.total_timesteps
+
+    @property
+    def learning_rate(self) -> float:
+        cfg = self.config
+        if not cfg.anneal_lr:
+            return cfg.learning_rate
+        return cfg.learning_rate * max(0.0, 1.0 - self._steps_before_batch / cfg.total_timesteps)
+
+    def evaluate(self) -> int:
+        """Collects one rollout of ``rollout_steps`` steps per row; returns the learner samples."""
+        if self._restart_pending:
+            self.rollout.restart(int(self.env_seed_rng.integers(0, 2**63)))
+            self._restart_pending = False
+        self._steps_before_batch = self.global_step
+        self.rollout.collect()
+        samples = self.experience.learner_samples()
+        self.global_step += samples
+        return samples
+
+    def train(self) -> dict[str, float]:
+        """PPO epochs over the last rollout; returns the update's mean losses."""
+        t0 = time.perf_counter()
+        cfg, exp = self.config, self.experience
+        lr = self.learning_rate
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        with torch.no_grad():
+            advantages = compute_gae(  # the buffer is step-major; GAE takes [rows, T]
+                exp.rewards.t(), exp.values.t(), exp.terminals.t(), exp.truncations.t(),
+                exp.final_values.t(), exp.next_value, cfg.gamma, cfg.gae_lambda,
+                exp.learner_mask.t(), exp.next_mask,
+            ).t().contiguous()
+            returns = advantages + exp.values
+        segments = exp.learner_segments()
+        sums: dict[str, float] = defaultdict(float)
+        minibatches = 0
+        replay_error = float("nan")
+        if len(segments) == 0:
+            logger.warning("the rollout holds no learner step; skipping the update")
+        self.policy.train()
+        per_minibatch = max(1, cfg.minibatch_size // cfg.bptt_horizon)
+        for _ in range(cfg.update_epochs):
+            for mb in exp.minibatches(advantages, returns, segments, per_minibatch, self.shuffle_rng):
+                losses, error = self._update(mb, measure_replay=minibatches == 0)
+                if minibatches == 0:
+                    replay_error = error
+                for key, value in losses.items():
+                    sums[key] += value
+                minibatches += 1
+        self.update += 1
+        out = {key: value / max(1, minibatches) for key, value in sums.items()}
+        out["explained_variance"] = _explained_variance(exp.values, returns, exp.learner_mask)
+        out["learning_rate"] = lr
+        out["replay_logprob_error"] = replay_error
+        self._losses = out
+        self.stats.add_time("learn", time.perf_counter() - t0)
+        interval = cfg.checkpoint_interval
+        if interval and self.global_step - self._last_checkpoint_step >= interval:
+            self.save()
+        return dict(out)
+
+    def _update(self, mb: Minibatch, measure_replay: bool) -> tuple[dict[str, float], float]:
+        cfg = self.config
+        logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts)
+        new_logprobs, entropy = self.policy.log_prob_and_entropy(logits, mb.actions)
+        weight = mb.learner_mask.to(values.dtype)
+        count = weight.sum().clamp_min(1.0)
+
+        def masked_mean(x: Tensor) -> Tensor:
+            return (x * weight).sum() / count
+
+        log_ratio = new_logprobs - mb.logprobs
+        ratio = log_ratio.exp()
+        advantages = mb.advantages
+        if cfg.norm_adv:
+            mean = masked_mean(advantages)
+            std = masked_mean((advantages - mean) ** 2).sqrt()
+            advantages = (advantages - mean) / (std + 1e-8)
+        clipped_ratio = ratio.clamp(1.0 - cfg.clip_coef, 1.0 + cfg.clip_coef)
+        policy_loss = masked_mean(torch.max(-advantages * ratio, -advantages * clipped_ratio))
+        value_error = (values - mb.returns) ** 2
+        if cfg.vf_clip_coef > 0:
+            clipped = mb.values + (values - mb.values).clamp(-cfg.vf_clip_coef, cfg.vf_clip_coef)
+            value_error = torch.max(value_error, (clipped - mb.returns) ** 2)
+        value_loss = 0.5 * masked_mean(value_error)
+        entropy_mean = masked_mean(entropy)
+        loss = policy_loss - cfg.ent_coef * entropy_mean + cfg.vf_coef * value_loss
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+
+        with torch.no_grad():
+            approx_kl = masked_mean((ratio - 1.0) - log_ratio)
+            clipfrac = masked_mean(((ratio - 1.0).abs() > cfg.clip_coef).to(values.dtype))
+            error = float((log_ratio.abs() * weight).max()) if measure_replay else float("nan")
+        stats = torch.stack([policy_loss, value_loss, entropy_mean, approx_kl, clipfrac, loss]).tolist()
+        return dict(zip(LOSS_KEYS, stats, strict=True)), error
+
+    def mean_and_log(self) -> dict[str, float]:
+        """Metrics since the previous call: SPS, episodes, outcomes per opponent, losses, time split."""
+        now = time.perf_counter()
+        elapsed = max(now - self._log_time, 1e-9)
+        metrics: dict[str, float] = {
+            "SPS": (self.global_step - self._log_step) / elapsed,
+            "global_step": float(self.global_step),
+            "update": float(self.update),
+        }
+        metrics.update(self.stats.summary())
+        busy = sum(metrics.get(f"time/{part}", 0.0) for part in ("sim", "inference", "learn"))
+        metrics["time/other"] = max(0.0, elapsed - busy)
+        metrics.update(self._losses)
+        metrics.setdefault("learning_rate", self.learning_rate)
+        self._losses = {}
+        self._log_time, self._log_step = now, self.global_step
+        return metrics
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint_path(self) -> Path:
+        return Path(self.config.checkpoint_dir) / CHECKPOINT_NAME
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a resumed run needs, as tensors and plain types."""
+        state: dict[str, Any] = {
+            "format": CHECKPOINT_FORMAT,
+            "version": CHECKPOINT_VERSION,
+            "config": dataclasses.asdict(self.config),
+            "policy_config": dataclasses.asdict(self.policy_config),
+            "env": dict(self.env_spec),
+            "policy_spec": self.policy.spec,
+            "policy": {k: v.detach().cpu().clone() for k, v in self.policy.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "sample": self.generator.get_state(),
+                "shuffle": self.shuffle_rng.bit_generator.state,
+                "env_seed": self.env_seed_rng.bit_generator.state,
+                "python": random.getstate(),
+            },
+            "counters": {
+                "global_step": self.global_step,
+                "update": self.update,
+                "last_checkpoint_step": self._last_checkpoint_step,
+            },
+            "opponents": self.opponents.state_dict(),
+        }
+        if callable(getattr(self.reward_fn, "state_dict", None)):
+            state["reward_fn"] = self.reward_fn.state_dict()
+        return state
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Writes a checkpoint atomically (default ``checkpoint_dir/trainer.pt``); the next rollout
+        starts fresh matches (see the module docstring)."""
+        self._last_checkpoint_step = self.global_step
+        written = atomic_save(self.state_dict(), path if path is not None else self.checkpoint_path())
+        self._restart_pending = True
+        logger.info("checkpoint written: %s (step %d, update %d)", written, self.global_step, self.update)
+        return written
+
+    def load(self, path: str | Path) -> None:
+        """Restores a checkpoint written by a trainer of the same architecture."""
+        self._load_payload(read_checkpoint(path, map_location=self.device), str(path))
+
+    def _load_payload(self, payload: dict[str, Any], source: str) -> None:
+        if payload["policy_spec"] != self.policy.spec:
+            raise CheckpointError(
+                f"checkpoint {source} holds a policy {payload['policy_spec']}, "
+                f"this trainer's is {self.policy.spec}"
+            )
+        try:
+            self.policy.load_state_dict(payload["policy"])
+            self.optimizer.load_state_dict(payload["optimizer"])
+            rng = payload["rng"]
+            torch.set_rng_state(rng["torch"].cpu())
+            self.generator.set_state(rng["sample"].cpu())
+            self.shuffle_rng.bit_generator.state = dict(rng["shuffle"])
+            self.env_seed_rng.bit_generator.state = dict(rng["env_seed"])
+            random.setstate(rng["python"])
+            counters = payload["counters"]
+            self.global_step, self.update = int(counters["global_step"]), int(counters["update"])
+            self._last_checkpoint_step = int(counters["last_checkpoint_step"])
+            if "opponents" in payload:
+                self.opponents.load_state_dict(payload["opponents"])
+            if "reward_fn" in payload and callable(getattr(self.reward_fn, "load_state_dict", None)):
+                self.reward_fn.load_state_dict(payload["reward_fn"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise CheckpointError(f"checkpoint {source} does not load into this trainer: {exc!r}") from exc
+        self._steps_before_batch = self.global_step
+        self._log_step = self.global_step
+        self._restart_pending = True
+
+    @classmethod
+    def resume(
+        cls,
+        path: str | Path,
+        *,
+        reward_fn: Any = None,
+        matchmaker: Matchmaker | None = None,
+        config_overrides: Mapping[str, Any] | None = None,
+    ) -> PPOTrainer:
+        """A trainer rebuilt from a checkpoint's config and env, with every state restored."""
+        payload = read_checkpoint(path)
+        try:
+            values = {**payload["config"], **dict(config_overrides or {})}
+            config = config_from_dict(TrainerConfig, values)
+            policy_config = config_from_dict(PolicyConfig, payload["policy_config"])
+            env = payload["env"]
+        except (KeyError, TypeError) as exc:
+            raise CheckpointError(f"checkpoint {path} has no usable config: {exc!r}") from exc
+        trainer = cls(
+            config, policy_config, game=env["game"], team_sizes=tuple(env["team_sizes"]),
+            env_overrides=env["overrides"], reward_fn=reward_fn, matchmaker=matchmaker,
+        )
+        if trainer.device.type != "cpu":
+            payload = read_checkpoint(path, map_location=trainer.device)
+        trainer._load_payload(payload, str(path))
+        return trainer
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self.rollout.close()
+        self.env.close()
+
+    def __enter__(self) -> PPOTrainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> float:
+    """1 - Var(returns - values) / Var(returns) over the learner's steps (NaN if returns are constant)."""
+    y, pred = returns[mask], values[mask]
+    if y.numel() < 2:
+        return float("nan")
+    var_y = float(y.var())
+    if var_y == 0.0 or math.isnan(var_y):
+        return float("nan")
+    return 1.0 - float((y - pred).var()) / var_y

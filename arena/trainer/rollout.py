@@ -1,0 +1,289 @@
+"""Experience collection, double-buffered: C++ steps one half of the envs while the policy acts on the other.
+
+One rollout fills ``Experience`` with ``rollout_steps`` steps of every row. With ``overlap`` the envs are
+split in two halves; the step of a half runs in a worker thread (``env.step_envs`` releases the GIL)
+while the main thread stores the other half's results and computes its next actions. Without it, one
+"half" holds every env and steps in the main thread. Both give identical experience.
+
+Step ``t`` of a half: store obs, episode starts and learner mask; the learner acts on its rows (one
+batched forward), each opponent on its own; launch the env step. When the step is back: store rewards
+and end flags, bootstrap truncated learner rows from the final observation's value (with the state
+before the reset), mark the next episode starts, report finished matches and let the matchmaker pick
+the next opponents. A ``reward_fn``, if given, sees every row of a step at once, after both halves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from arena.agents.policy import Policy
+from arena.trainer.experience import Experience
+from arena.trainer.opponents import Opponents, RowGroups
+from arena.trainer.stats import RolloutStats
+
+StepFn = Callable[..., tuple[list[Tensor], Tensor, tuple[Tensor, Tensor]]]
+
+
+class Rollout:
+    """Plays the learner and its opponents in ``env`` and writes what happens into ``experience``."""
+
+    def __init__(
+        self,
+        env: Any,
+        policy: Policy,
+        opponents: Opponents,
+        experience: Experience,
+        stats: RolloutStats,
+        *,
+        overlap: bool = True,
+        reward_fn: Any = None,
+        generator: torch.Generator | None = None,
+        step_fn: StepFn | None = None,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.env, self.policy, self.opponents = env, policy, opponents
+        self.exp, self.stats = experience, stats
+        self.reward_fn, self.generator = reward_fn, generator
+        self.step_fn: StepFn = step_fn if step_fn is not None else policy.forward_step
+        self.device = torch.device(device)
+        self.on_cpu = self.device.type == "cpu"
+        self.core = env._core  # the core's output buffers (zero-copy); step_envs writes into them
+        self.a = env.agents_per_env
+        rows = env.num_agents
+        n = env.num_envs
+        self.halves = [(0, n // 2), (n // 2, n)] if overlap and n >= 2 else [(0, n)]
+        self._executor = (
+            ThreadPoolExecutor(1, thread_name_prefix="arena-sim") if len(self.halves) > 1 else None
+        )
+        self._pending: list[Future[None] | None] = [None] * len(self.halves)
+
+        self.h, self.c = policy.initial_state(rows, self.device)
+        self.next_start_np = np.ones(rows, dtype=bool)
+        self.next_start = torch.from_numpy(self.next_start_np)
+        self.learner_mask = torch.from_numpy(opponents.learner_row_mask)  # a view: follows the assignment
+        dims = len(env.action_space.nvec)
+        self.actions = torch.zeros(rows, dims, dtype=torch.int64)  # every row's actions of this step
+        self.env_actions = np.zeros((rows, dims), dtype=np.int32)  # what the core reads
+        self.env_actions_t = torch.from_numpy(self.env_actions)
+        self.episode_return = np.zeros(rows, dtype=np.float64)
+        self._obs = torch.from_numpy(self.core.obs)
+        if reward_fn is not None:
+            self._obs_after = np.zeros_like(self.core.obs)
+            self._events = np.zeros_like(self.core.events)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def restart(self, seed: int) -> None:
+        """Starts fresh matches in every env (seeded) with zero LSTM states everywhere."""
+        self._drain()
+        self.env.reset(seed)
+        self.h.zero_()
+        self.c.zero_()
+        self.opponents.reset_states()
+        self.next_start_np[:] = True
+        self.episode_return[:] = 0.0
+        if self.reward_fn is not None and callable(getattr(self.reward_fn, "reset", None)):
+            self.reward_fn.reset(np.ones(self.env.num_agents, dtype=bool))
+
+    def close(self) -> None:
+        self._drain()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+
+    def _drain(self) -> None:
+        for k, pending in enumerate(self._pending):
+            if pending is not None:
+                pending.result()
+                self._pending[k] = None
+
+    # ------------------------------------------------------------------ collection
+
+    def collect(self) -> None:
+        """Fills every step of the experience and the bootstrap values after its last step."""
+        exp = self.exp
+        exp.clear_step_outputs()
+        last = len(self.halves) - 1
+        with torch.inference_mode():
+            for t in range(exp.steps):
+                for k in range(len(self.halves)):
+                    if t > 0:
+                        self._wait(k)
+                        self._store_results(k, t - 1)
+                        if k == last:
+                            self._finish_step(t - 1)
+                    self._act(k, t)
+                    self._launch(k)
+            for k in range(len(self.halves)):
+                self._wait(k)
+                self._store_results(k, exp.steps - 1)
+            self._finish_step(exp.steps - 1)
+            for k in range(len(self.halves)):
+                self._bootstrap(k)
+
+    def _rows(self, k: int) -> slice:
+        begin, end = self.halves[k]
+        return slice(begin * self.a, end * self.a)
+
+    def _launch(self, k: int) -> None:
+        begin, end = self.halves[k]
+        if self._executor is None:
+            t0 = time.perf_counter()
+            self.env.step_envs(self.env_actions, begin, end)
+            self.stats.add_time("sim", time.perf_counter() - t0)
+        else:
+            self._pending[k] = self._executor.submit(self.env.step_envs, self.env_actions, begin, end)
+
+    def _wait(self, k: int) -> None:
+        pending = self._pending[k]
+        if pending is not None:
+            t0 = time.perf_counter()
+            pending.result()
+            self.stats.add_time("sim", time.perf_counter() - t0)
+            self._pending[k] = None
+
+    def _device_rows(self, t: int) -> tuple[Tensor, Tensor]:
+        """Every row's current obs and episode-start flags on the policy device (rows of the half
+        being handled are current)."""
+        if self.on_cpu:
+            return self._obs, self.next_start
+        return self.exp.obs[t], self.exp.episode_starts[t]
+
+    def _act(self, k: int, t: int) -> None:
+        exp, s = self.exp, self._rows(k)
+        exp.obs[t, s] = self._obs[s]
+        exp.episode_starts[t, s] = self.next_start[s]
+        exp.learner_mask[t, s] = self.learner_mask[s]
+        if t % exp.horizon == 0:
+            exp.state_h[t // exp.horizon, s] = self.h[s]
+            exp.state_c[t // exp.horizon, s] = self.c[s]
+        t0 = time.perf_counter()
+        groups = self.opponents.groups(*self.halves[k])
+        obs, starts = self._device_rows(t)
+        if groups.learner_count:
+            self._learner_act(groups, obs, starts, t)
+        if groups.opponents:
+            self.opponents.act(groups, self.core.obs, obs, starts, self.actions, self.generator)
+        self.stats.add_time("inference", time.perf_counter() - t0)
+        exp.actions[t, s] = self.actions[s]
+        self.env_actions_t[s] = self.actions[s]
+
+    def _learner_act(self, groups: RowGroups, obs: Tensor, starts: Tensor, t: int) -> None:
+        rows, exp = groups.learner, self.exp
+        if isinstance(rows, slice):
+            logits, value, (h, c) = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows])
+            actions, logp = self.policy.sample_actions(logits, self.generator)
+            self.h[rows], self.c[rows] = h, c
+            exp.logprobs[t, rows], exp.values[t, rows] = logp, value
+            self.actions[rows] = actions.to(self.actions.device)
+            return
+        state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
+        logits, value, (h, c) = self.step_fn(obs.index_select(0, rows), state, starts.index_select(0, rows))
+        actions, logp = self.policy.sample_actions(logits, self.generator)
+        self.h.index_copy_(0, rows, h)
+        self.c.index_copy_(0, rows, c)
+        exp.logprobs[t].index_copy_(0, rows, logp)
+        exp.values[t].index_copy_(0, rows, value)
+        self.actions[rows.cpu()] = actions.cpu()
+
+    def _store_results(self, k: int, t: int) -> None:
+        exp, core, s = self.exp, self.core, self._rows(k)
+        begin, end = self.halves[k]
+        exp.rewards[t, s] = torch.from_numpy(core.rewards[s])
+        exp.terminals[t, s] = torch.from_numpy(core.terminals[s])
+        exp.truncations[t, s] = torch.from_numpy(core.truncations[s])
+        if self.reward_fn is not None:
+            self._obs_after[s] = core.obs[s]
+            self._events[s] = core.events[s]
+        self.next_start_np[s] = False
+        done = core.done[begin:end]
+        if not done.any():
+            return
+        envs = np.flatnonzero(done) + begin
+        rows = (envs[:, None] * self.a + np.arange(self.a)).ravel()
+        outcomes = core.outcome[envs].copy()
+        self.stats.record_matches(
+            self.opponents.player_of_env[envs], [p.player_id for p in self.opponents.players],
+            outcomes, core.episode_length[envs],
+        )
+        truncated = rows[core.truncations[rows] & self.opponents.learner_row_mask[rows]]
+        if len(truncated):
+            self._bootstrap_truncated(truncated, t)
+        if self.reward_fn is not None:
+            self._obs_after[rows] = core.final_obs[rows]
+        self.next_start_np[rows] = True
+        self.opponents.episodes_ended(envs, outcomes)
+
+    def _bootstrap_truncated(self, rows_np: np.ndarray, t: int) -> None:
+        """Value of the final observation of truncated learner rows, with the state before the reset."""
+        t0 = time.perf_counter()
+        rows = torch.from_numpy(rows_np).to(self.device)
+        final = torch.from_numpy(self.core.final_obs[rows_np]).to(self.device)
+        state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
+        no_start = torch.zeros(len(rows_np), dtype=torch.bool, device=self.device)
+        value = self.step_fn(final, state, no_start)[1]
+        self.exp.final_values[t].index_copy_(0, rows, value)
+        self.stats.add_time("inference", time.perf_counter() - t0)
+
+    def _finish_step(self, t: int) -> None:
+        """Once every half has stepped: the reward function (all rows at once) and episode returns."""
+        exp = self.exp
+        done_rows = (exp.terminals[t] | exp.truncations[t]).cpu().numpy()
+        if self.reward_fn is not None:
+            self._apply_reward_fn(t, done_rows)
+        learner = exp.learner_mask[t].cpu().numpy()
+        self.episode_return += exp.rewards[t].cpu().numpy()
+        if done_rows.any():
+            self.stats.record_returns(self.episode_return[done_rows & learner])
+            self.episode_return[done_rows] = 0.0
+
+    def _apply_reward_fn(self, t: int, done_rows: np.ndarray) -> None:
+        from arena.rewards import StepBatch
+
+        exp, env = self.exp, self.env
+        batch = StepBatch(
+            obs_before=exp.obs[t].cpu().numpy(),
+            obs_after=self._obs_after,
+            actions=exp.actions[t].cpu().numpy().astype(np.int32),
+            events=self._events,
+            event_names=tuple(env.event_names),
+            outcome_reward=exp.rewards[t].cpu().numpy().copy(),
+            terminals=exp.terminals[t].cpu().numpy(),
+            truncations=exp.truncations[t].cpu().numpy(),
+            done_rows=done_rows,
+            team_of_row=env.team_of_row,
+            game=env.game,
+            team_sizes=tuple(env.team_sizes),
+            params=dict(env.params),
+        )
+        total, terms = self.reward_fn(batch)
+        exp.rewards[t] = torch.as_tensor(np.asarray(total, dtype=np.float32), device=exp.rewards.device)
+        self.stats.record_terms(terms, exp.learner_mask[t].cpu().numpy())
+        if callable(getattr(self.reward_fn, "reset", None)):
+            self.reward_fn.reset(done_rows)
+
+    def _bootstrap(self, k: int) -> None:
+        """The value of the observation after the rollout's last step (no state change)."""
+        exp, s = self.exp, self._rows(k)
+        exp.next_mask[s] = self.learner_mask[s]
+        groups = self.opponents.groups(*self.halves[k])
+        if not groups.learner_count:
+            return
+        t0 = time.perf_counter()
+        obs, starts = self._device_rows(0)
+        if not self.on_cpu:
+            obs, starts = self._obs.to(self.device), self.next_start.to(self.device)
+        rows = groups.learner
+        if isinstance(rows, slice):
+            exp.next_value[rows] = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows])[1]
+        else:
+            state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
+            value = self.step_fn(obs.index_select(0, rows), state, starts.index_select(0, rows))[1]
+            exp.next_value.index_copy_(0, rows, value)
+        self.stats.add_time("inference", time.perf_counter() - t0)

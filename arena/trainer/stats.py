@@ -1,0 +1,80 @@
+"""What the rollout counts between two ``mean_and_log`` calls: episodes, match outcomes per opponent,
+reward terms and where the time went."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+import numpy as np
+
+OUTCOME_WIN, OUTCOME_LOSS, OUTCOME_DRAW = 0, 1, 2  # the core's codes, from team 0's view
+TIME_PARTS = ("sim", "inference", "learn")
+
+
+class RolloutStats:
+    """Running sums, cleared by ``summary``."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.return_sum = 0.0
+        self.returns = 0
+        self.length_sum = 0.0
+        self.lengths = 0
+        self.outcomes: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(3, dtype=np.int64))
+        self.term_sums: dict[str, float] = defaultdict(float)
+        self.term_samples = 0
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def add_time(self, part: str, seconds: float) -> None:
+        self.seconds[part] += seconds
+
+    def record_returns(self, returns: np.ndarray) -> None:
+        """Training-reward returns of the learner rows whose episodes just ended."""
+        self.return_sum += float(returns.sum())
+        self.returns += len(returns)
+
+    def record_matches(
+        self, players: np.ndarray, names: list[str], outcomes: np.ndarray, lengths: np.ndarray
+    ) -> None:
+        """Finished matches: each one's team-1 player (index into ``names``), outcome code (team 0's
+        view) and length."""
+        self.length_sum += float(lengths.sum())
+        self.lengths += len(lengths)
+        counts = np.bincount(players * 3 + outcomes.astype(np.int64), minlength=3 * len(names))
+        for p in np.unique(players):
+            self.outcomes[names[p]] += counts[3 * p : 3 * p + 3]
+
+    def record_terms(self, terms: Mapping[str, np.ndarray], learner_rows: np.ndarray) -> None:
+        """Sums of each reward term over the learner rows of one step."""
+        count = int(learner_rows.sum())
+        if count == 0:
+            return
+        for name, values in terms.items():
+            self.term_sums[name] += float(np.asarray(values, dtype=np.float64)[learner_rows].sum())
+        self.term_samples += count
+
+    def summary(self) -> dict[str, float]:
+        """Means since the last summary (keys only for what happened), then clears."""
+        out: dict[str, float] = {}
+        if self.returns:
+            out["episode_return"] = self.return_sum / self.returns
+        if self.lengths:
+            out["episode_length"] = self.length_sum / self.lengths
+            out["episodes"] = float(self.lengths)
+        for pid, counts in sorted(self.outcomes.items()):
+            total = int(counts.sum())
+            if total:
+                out[f"win_rate/{pid}"] = counts[OUTCOME_WIN] / total
+                out[f"draw_rate/{pid}"] = counts[OUTCOME_DRAW] / total
+                out[f"loss_rate/{pid}"] = counts[OUTCOME_LOSS] / total
+                out[f"episodes/{pid}"] = float(total)
+        if self.term_samples:
+            for name, total_value in sorted(self.term_sums.items()):
+                out[f"reward/{name}"] = total_value / self.term_samples
+        for part in TIME_PARTS:
+            out[f"time/{part}"] = self.seconds.get(part, 0.0)
+        self.clear()
+        return out

@@ -1,0 +1,102 @@
+"""`python -m arena.evaluate A B`: reports, JSON, recording into a league, and clear errors (exit code 2)."""
+
+import json
+
+import pytest
+import torch
+
+from arena.agents.policy import Policy
+from arena.evaluate import main
+from arena.league.league import League
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)  # main() sets its --torch-threads for the process
+
+
+def save_policy(path, obs_dim=11, nvec=(4,), seed=0):
+    torch.manual_seed(seed)
+    policy = Policy(obs_dim, list(nvec), 16, 16)
+    torch.save({"policy_spec": policy.spec, "policy": policy.state_dict()}, path)
+    return str(path)
+
+
+@pytest.fixture
+def two_policies(tmp_path):
+    return save_policy(tmp_path / "a.pt", seed=1), save_policy(tmp_path / "b.pt", seed=2)
+
+
+def test_two_policies_head_to_head_prints_score_interval_elo_and_speed(two_policies, capsys):
+    a, b = two_policies
+    argv = [a, f"checkpoint:{b}", "--game", "rpsw", "--games", "60", "--envs", "12", "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "60 games (30 side-swapped, seed-paired pairs)" in out
+    for line in ("W/D/L", "score", "95% CI", "Elo diff", "games/s"):
+        assert line in out
+
+
+def test_json_output_holds_the_counts_and_the_sprt_verdict(capsys):
+    argv = ["scripted:counter", "scripted:constant", "--game", "rpsw", "--games", "1000", "--sprt", "0", "50",
+            "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["wins"] == out["games"] < 1000 and out["losses"] == 0
+    assert out["sprt"]["verdict"] == "H1" and out["sprt"]["llr"] > 2.9 and out["stopped_early"]
+    assert out["score_ci95"][0] > 0.5
+
+
+def test_sprt_verdict_and_llr_are_printed(capsys):
+    argv = ["scripted:constant", "scripted:counter", "--game", "rpsw", "--games", "1000", "--sprt", "0", "50"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "H0 accepted" in out and "LLR" in out and "stopped after" in out
+
+
+def test_record_adds_both_players_and_every_match_to_the_league(two_policies, tmp_path, capsys):
+    a, _ = two_policies
+    run = tmp_path / "run"
+    argv = [a, "scripted:random", "--game", "rpsw", "--games", "20", "--envs", "4", "--record", str(run)]
+    assert main(argv) == 0
+    assert "recorded  20 matches" in capsys.readouterr().out
+    league = League.open(run)
+    kinds = {p.player_id: p.kind for p in league.pool}
+    snapshot = next(p for p in league.pool if p.kind == "snapshot")
+    assert kinds["scripted:random"] == "scripted" and len(snapshot.sha256) == 64
+    assert league.store.match_count() == 20
+    assert {m.team_a for m in league.store.matches()} == {(snapshot.player_id,)}
+    assert snapshot.player_id in league.ratings
+    league.close()
+    assert main(argv) == 0  # the same file again is recognised by its sha256: no new player
+    league = League.open(run)
+    assert len(league.pool) == 2 and league.store.match_count() == 40
+    league.close()
+
+
+def test_missing_checkpoint_exits_2_naming_the_path(tmp_path, capsys):
+    assert main([str(tmp_path / "gone.pt"), "scripted:random", "--game", "rpsw"]) == 2
+    assert "gone.pt" in capsys.readouterr().err
+
+
+def test_unknown_bot_exits_2_listing_the_bots(capsys):
+    assert main(["scripted:heuristic", "scripted:ace", "--game", "midrange"]) == 2
+    err = capsys.readouterr().err
+    assert "scripted:ace" in err and "scripted:random, scripted:heuristic" in err
+
+
+def test_checkpoint_for_another_game_exits_2(two_policies, capsys):
+    a, _ = two_policies  # an rpsw policy (obs_dim 11) played on midrange (obs_dim 73)
+    assert main([a, "scripted:random", "--game", "midrange"]) == 2
+    err = capsys.readouterr().err
+    assert "does not fit midrange" in err and "obs_dim 11" in err
+
+
+def test_bad_game_settings_and_arguments_exit_2(capsys):
+    assert main(["scripted:random", "scripted:random", "--game", "rpsw", "--set", "roundz=3"]) == 2
+    assert "roundz" in capsys.readouterr().err
+    assert main(["scripted:random", "scripted:random", "--game", "rpsw", "--set", "rounds"]) == 2
+    assert main(["scripted:random", "--game", "rpsw"]) == 2
+    assert main(["scripted:random", "scripted:random", "--game", "chess"]) == 2

@@ -1,0 +1,133 @@
+"""The learner's network: initialisation, the step and sequence paths, the action helpers, loading."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from arena.agents.policy import Policy, load_policy
+from arena.trainer.checkpoint import save_policy_snapshot
+
+MIDRANGE_OBS, MIDRANGE_NVEC = 73, [5, 3, 2]
+
+
+def make_policy(seed: int = 0, **kwargs: int) -> Policy:
+    torch.manual_seed(seed)
+    return Policy(MIDRANGE_OBS, MIDRANGE_NVEC, **kwargs)
+
+
+def singular_values(w: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.svdvals(w.detach())
+
+
+def test_actor_heads_are_orthogonal_with_gain_001_and_the_critic_with_gain_1() -> None:
+    policy = make_policy()
+    heads = policy.actor_head_weights()
+    assert [h.shape[0] for h in heads] == MIDRANGE_NVEC
+    for head in heads:
+        torch.testing.assert_close(singular_values(head), torch.full((head.shape[0],), 0.01))
+    torch.testing.assert_close(policy.critic.weight.norm(), torch.tensor(1.0))
+    assert policy.actor.bias.abs().max() == 0 and policy.critic.bias.abs().max() == 0
+
+
+def test_lstm_init_is_orthogonal_and_not_overwritten_by_its_own_constructor() -> None:
+    policy = make_policy()
+    for w in (policy.lstm.weight_ih, policy.lstm.weight_hh):
+        torch.testing.assert_close(singular_values(w), torch.ones(w.shape[1]))
+    assert policy.lstm.bias_ih.abs().max() == 0 and policy.lstm.bias_hh.abs().max() == 0
+    encoder = policy.encoder[0]
+    torch.testing.assert_close(singular_values(encoder.weight), torch.full((MIDRANGE_OBS,), math.sqrt(2)))
+
+
+def test_default_midrange_policy_has_about_150k_parameters() -> None:
+    count = make_policy().num_parameters()
+    assert 130_000 <= count <= 170_000, count
+
+
+def test_step_and_sequence_paths_agree_with_episode_starts_mid_sequence() -> None:
+    policy = make_policy(hidden_size=32, lstm_size=24)
+    for p in policy.parameters():  # larger weights than the init, so differences would show
+        p.data.normal_(0, 0.3)
+    n, steps = 5, 12
+    obs = torch.randn(n, steps, MIDRANGE_OBS)
+    starts = torch.zeros(n, steps, dtype=torch.bool)
+    starts[0, 0] = starts[1, 4] = starts[1, 9] = starts[2, 11] = starts[3, 1] = True
+    state = (torch.randn(n, 24), torch.randn(n, 24))
+    with torch.no_grad():
+        seq_logits, seq_values = policy.forward_sequence(obs, state, starts)
+        h = state
+        for t in range(steps):
+            logits, value, h = policy.forward_step(obs[:, t], h, starts[:, t])
+            for d in range(len(MIDRANGE_NVEC)):
+                torch.testing.assert_close(logits[d], seq_logits[d][:, t], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(value, seq_values[:, t], atol=1e-5, rtol=1e-5)
+
+
+def test_an_episode_start_erases_the_previous_state() -> None:
+    policy = make_policy(hidden_size=16, lstm_size=16)
+    obs = torch.randn(2, MIDRANGE_OBS)
+    start = torch.ones(2, dtype=torch.bool)
+    with torch.no_grad():
+        a = policy.forward_step(obs, (torch.randn(2, 16), torch.randn(2, 16)), start)
+        b = policy.forward_step(obs, policy.initial_state(2), start)
+    torch.testing.assert_close(a[1], b[1])
+    torch.testing.assert_close(a[2][0], b[2][0])
+
+
+def test_sampled_actions_are_in_range_and_their_log_prob_matches() -> None:
+    policy = make_policy(hidden_size=16, lstm_size=16)
+    n = 4000
+    logits = [torch.randn(n, k) * 2 for k in MIDRANGE_NVEC]
+    gen = torch.Generator().manual_seed(1)
+    actions, logp = policy.sample_actions(logits, gen)
+    assert actions.shape == (n, 3) and actions.dtype == torch.int64
+    for d, k in enumerate(MIDRANGE_NVEC):
+        assert 0 <= int(actions[:, d].min()) and int(actions[:, d].max()) < k
+    expected = sum(
+        torch.log_softmax(logits[d], -1).gather(1, actions[:, d : d + 1]).squeeze(1) for d in range(3)
+    )
+    torch.testing.assert_close(logp, expected)
+    torch.testing.assert_close(policy.log_prob(logits, actions), expected)
+
+
+def test_sampling_follows_the_head_probabilities() -> None:
+    policy = Policy(4, [3, 2], hidden_size=8, lstm_size=8)
+    logits = [torch.log(torch.tensor([[0.7, 0.2, 0.1]])).expand(20000, 3), torch.zeros(20000, 2)]
+    actions, _ = policy.sample_actions(logits, torch.Generator().manual_seed(0))
+    freq = torch.bincount(actions[:, 0], minlength=3).float() / 20000
+    torch.testing.assert_close(freq, torch.tensor([0.7, 0.2, 0.1]), atol=0.015, rtol=0)
+
+
+def test_entropy_of_uniform_heads_is_the_sum_of_their_log_sizes() -> None:
+    policy = make_policy(hidden_size=16, lstm_size=16)
+    logits = [torch.zeros(3, k) for k in MIDRANGE_NVEC]
+    expected = sum(math.log(k) for k in MIDRANGE_NVEC)
+    torch.testing.assert_close(policy.entropy(logits), torch.full((3,), expected))
+
+
+def test_a_saved_policy_loads_frozen_with_the_same_outputs(tmp_path) -> None:
+    policy = make_policy(hidden_size=16, lstm_size=16)
+    path = save_policy_snapshot(policy, tmp_path / "snap.pt")
+    frozen = load_policy(path)
+    assert frozen.spec == policy.spec
+    assert not any(p.requires_grad for p in frozen.parameters())
+    obs, start = torch.randn(3, MIDRANGE_OBS), torch.ones(3, dtype=torch.bool)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            frozen.forward_step(obs, frozen.initial_state(3), start)[1],
+            policy.forward_step(obs, policy.initial_state(3), start)[1],
+        )
+
+
+def test_loading_a_missing_policy_file_names_the_path(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope.pt"):
+        load_policy(tmp_path / "nope.pt")
+
+
+def test_loading_a_corrupted_policy_file_names_the_path(tmp_path) -> None:
+    path = tmp_path / "broken.pt"
+    path.write_bytes(b"not a torch file at all")
+    with pytest.raises(ValueError, match="broken.pt"):
+        load_policy(path)

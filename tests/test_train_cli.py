@@ -1,0 +1,118 @@
+"""`python -m arena.train`: hydra composition, validation at start-up, end-to-end runs and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.config import compose_run_config
+from arena.train import main
+
+QUICK = [
+    "env=rpsw", "trainer=quick", "dashboard=false", "trainer.total_timesteps=3000", "trainer.num_envs=32"
+]
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_default_config_trains_midrange_1v1_against_heuristic_and_mirror():
+    cfg = compose_run_config([])
+    assert cfg.env.name == "midrange" and list(cfg.env.team_sizes) == [1, 1]
+    assert list(cfg.opponents.players) == ["mirror", "scripted:heuristic"]
+    assert cfg.trainer.device == "cpu" and cfg.logger.kind == "none"
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("trainer.lr=1", "unknown config key 'trainer.lr'.*valid keys there: .*learning_rate"),
+        ("env.bogus=1", "unknown config key 'env.bogus'.*time_limit_s"),
+        ("bogus=1", "top level has no 'bogus'.*trainer"),
+        ("trainer.num_envs=abc", "num_envs"),
+        ("env=chess", "unknown env config 'chess'; available: .*midrange"),
+    ],
+)
+def test_a_misspelt_key_or_wrong_type_fails_at_start_up_naming_valid_choices(override, expected):
+    with pytest.raises(ValueError, match=expected):
+        compose_run_config([override])
+
+
+def test_cli_reports_config_errors_with_exit_code_2(capsys):
+    assert main(["trainer.lr=1"]) == 2
+    assert "valid keys there" in capsys.readouterr().err
+
+
+def test_cli_rejects_out_of_range_game_parameter_naming_it(tmp_path, capsys):
+    assert main([*QUICK, "env=midrange", "env.time_limit_s=-5", f"run_dir={tmp_path / 'r'}"]) == 2
+    assert "time_limit_s" in capsys.readouterr().err
+
+
+def test_cli_rejects_unknown_reward_class_naming_the_term(tmp_path, capsys):
+    term = "+reward.terms.mine={_target_:no_such_pkg.Reward,weight:1.0}"
+    argv = [*QUICK, term, f"run_dir={tmp_path / 'r'}"]
+    assert main(argv) == 2
+    assert "mine" in capsys.readouterr().err
+
+
+def test_cli_trains_end_to_end_with_logger_none(tmp_path):
+    run_dir = tmp_path / "run"
+    assert main([*QUICK, f"run_dir={run_dir}", "logger=none"]) == 0
+    assert (run_dir / "config.yaml").is_file()
+    assert (run_dir / "checkpoints" / "trainer.pt").is_file()
+    lines = _metrics(run_dir)
+    assert lines and lines[-1]["step"] >= 3000
+    for key in ("SPS", "policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
+                "explained_variance", "learning_rate", "episode_return", "reward/outcome"):
+        assert key in lines[-1], key
+
+
+def test_cli_trains_with_wandb_offline_without_an_account(tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no netrc login
+    run_dir = tmp_path / "run"
+    assert main([*QUICK, f"run_dir={run_dir}", "logger=wandb"]) == 0
+    offline = list((run_dir / "wandb").glob("offline-run-*"))
+    assert offline, "an offline W&B run was written"
+
+
+def test_cli_resume_latest_continues_the_same_run(tmp_path):
+    run_dir = tmp_path / "run"
+    assert main([*QUICK, f"run_dir={run_dir}"]) == 0
+    first = _metrics(run_dir)[-1]["step"]
+    assert main([*QUICK, f"run_dir={run_dir}", "trainer.total_timesteps=6000", "trainer.resume=latest"]) == 0
+    steps = [m["step"] for m in _metrics(run_dir)]
+    assert steps[-1] >= 6000 and first in steps and steps == sorted(steps)
+
+
+def test_cli_resume_from_a_missing_checkpoint_is_a_clear_error(tmp_path, capsys):
+    assert main([*QUICK, f"run_dir={tmp_path / 'none'}", "trainer.resume=latest"]) == 2
+    assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_stages_switch_learning_rate_and_opponents_at_their_step_counts(tmp_path):
+    run_dir = tmp_path / "run"
+    stages = (
+        "stages=[{steps:1024,trainer:{learning_rate:0.01}},"
+        "{steps:1024,trainer:{learning_rate:0.001},opponents:{players:[scripted:cycle],weights:[1.0]}}]"
+    )
+    assert main([*QUICK, f"run_dir={run_dir}", "trainer.anneal_lr=false", stages]) == 0
+    by_stage = {}
+    for m in _metrics(run_dir):
+        by_stage.setdefault(m["stage"], []).append(m)
+    assert by_stage[0][0]["learning_rate"] == pytest.approx(0.01)
+    assert by_stage[1][-1]["learning_rate"] == pytest.approx(0.001)
+    assert any("win_rate/scripted:cycle" in m for m in by_stage[1])
+
+
+def test_python_dash_m_entry_point_prints_help():
+    out = subprocess.run([sys.executable, "-m", "arena.train", "--help"], capture_output=True, text=True,
+                         env={**os.environ}, check=True).stdout
+    assert "+league" in out and "trainer.resume" in out

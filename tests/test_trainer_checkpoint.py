@@ -1,0 +1,113 @@
+"""Determinism and checkpoints: same seed, same losses; a resumed run continues exactly."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from arena.agents.policy import load_policy
+from arena.trainer.checkpoint import CheckpointError, load_checkpoint
+from arena.trainer.config import PolicyConfig, TrainerConfig
+from arena.trainer.opponents import FixedMix
+from arena.trainer.ppo import PPOTrainer
+
+LOSSES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance")
+
+
+def config(tmp_path, **overrides) -> TrainerConfig:
+    values = dict(
+        num_envs=16, num_threads=1, torch_threads=1, total_timesteps=20_000, bptt_horizon=8,
+        rollout_steps=16, minibatch_size=64, update_epochs=2, learning_rate=1e-2, seed=11,
+        checkpoint_dir=str(tmp_path / "ckpt"),
+    )
+    values.update(overrides)
+    return TrainerConfig(**values)
+
+
+def make(tmp_path, **overrides) -> PPOTrainer:
+    return PPOTrainer(
+        config(tmp_path, **overrides), PolicyConfig(hidden_size=16, lstm_size=16), game="rpsw",
+        matchmaker=FixedMix({"mirror": 1.0, "scripted:random": 1.0}, redraw=True, seed=2),
+    )
+
+
+def run(trainer: PPOTrainer, updates: int) -> list[tuple[float, ...]]:
+    out = []
+    for _ in range(updates):
+        trainer.evaluate()
+        losses = trainer.train()
+        out.append(tuple(losses[k] for k in LOSSES))
+    return out
+
+
+def test_the_same_seed_and_config_give_the_same_losses(tmp_path) -> None:
+    a, b = make(tmp_path), make(tmp_path)
+    assert run(a, 3) == run(b, 3)
+    c = make(tmp_path, seed=12)
+    assert run(c, 1)[0] != run(make(tmp_path), 1)[0]
+    for t in (a, b, c):
+        t.close()
+
+
+def test_a_resumed_run_continues_with_the_same_losses_as_an_uninterrupted_one(tmp_path) -> None:
+    first = make(tmp_path)
+    run(first, 2)
+    path = first.save()
+    saved_step = first.global_step
+    continued = run(first, 2)
+    resumed = PPOTrainer.resume(
+        path, matchmaker=FixedMix({"mirror": 1.0, "scripted:random": 1.0}, redraw=True, seed=99)
+    )
+    assert resumed.global_step == saved_step
+    assert resumed.update == 2
+    assert run(resumed, 2) == continued
+    first.close()
+    resumed.close()
+
+
+def test_a_checkpoint_holds_weights_optimiser_rngs_counters_and_config(tmp_path) -> None:
+    trainer = make(tmp_path)
+    run(trainer, 1)
+    path = trainer.save()
+    assert path == tmp_path / "ckpt" / "trainer.pt"
+    assert os.listdir(path.parent) == ["trainer.pt"]  # no temporary file left behind
+    payload = load_checkpoint(path)
+    assert payload["counters"]["update"] == 1
+    assert payload["config"]["seed"] == 11 and payload["env"]["game"] == "rpsw"
+    assert payload["optimizer"]["state"]
+    assert {"torch", "sample", "shuffle", "env_seed", "python"} <= set(payload["rng"])
+    # the learner in a checkpoint can be loaded as a frozen opponent
+    frozen = load_policy(path)
+    for name, value in frozen.state_dict().items():
+        torch.testing.assert_close(value, trainer.policy.state_dict()[name])
+    trainer.close()
+
+
+def test_checkpoints_are_written_every_interval(tmp_path) -> None:
+    trainer = make(tmp_path, checkpoint_interval=600)  # a rollout is 16 rows x 16 steps at most
+    run(trainer, 2)
+    assert not (tmp_path / "ckpt" / "trainer.pt").exists() or trainer.global_step >= 600
+    run(trainer, 2)
+    assert load_checkpoint(tmp_path / "ckpt" / "trainer.pt")["counters"]["global_step"] >= 600
+    trainer.close()
+
+
+def test_resuming_from_a_missing_checkpoint_names_the_path(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="missing.pt"):
+        PPOTrainer.resume(tmp_path / "missing.pt")
+
+
+def test_resuming_from_a_corrupted_checkpoint_names_the_path(tmp_path) -> None:
+    trainer = make(tmp_path)
+    path = trainer.save()
+    trainer.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="trainer.pt"):
+        PPOTrainer.resume(path)
+    other = tmp_path / "weights.pt"
+    torch.save({"just": torch.zeros(2)}, other)
+    with pytest.raises(CheckpointError, match="weights.pt"):
+        load_checkpoint(other)
