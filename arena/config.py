@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import MISSING
 
 from arena.envs.params import MIDRANGE_PARAMS, RPSW_PARAMS, Param
+from arena.league.config import LeagueConfig
 from arena.trainer.config import PolicyConfig, TrainerConfig
 
 
@@ -103,7 +104,7 @@ class RunConfig:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     opponents: OpponentsConfig = field(default_factory=OpponentsConfig)
     stages: list[StageConfig] = field(default_factory=list)
-    league: Any = None
+    league: Any = None  # a LeagueConfig when a league group is chosen (+league=selfplay|pfsp|alphastar)
 
 
 def register_configs() -> None:
@@ -118,6 +119,7 @@ def register_configs() -> None:
     cs.store(group="trainer", name="trainer_schema", node=TrainerRunConfig)
     cs.store(group="reward", name="reward_schema", node=RewardConfig)
     cs.store(group="logger", name="logger_schema", node=LoggerConfig)
+    cs.store(group="league", name="league_schema", node=LeagueConfig)
 
 
 # ---------------------------------------------------------------------- composition

@@ -1,17 +1,22 @@
 """``python -m arena.train [group=option ...] [key=value ...]``: train a learner.
 
 Hydra config groups (see ``configs/``): ``env`` (midrange, midrange_2v2, midrange_4v4, rpsw),
-``agent``, ``trainer``, ``reward``, ``logger`` (none, wandb, tensorboard) and, with ``+league=NAME``,
-``league``. Examples::
+``agent``, ``trainer``, ``reward``, ``logger`` (none, wandb, tensorboard) and, with ``+league=NAME``
+(or ``league=NAME``), ``league`` (selfplay, pfsp, alphastar). Examples::
 
     python -m arena.train                                   # midrange 1v1 vs heuristic + mirror play
     python -m arena.train env=rpsw trainer=quick logger=none
     python -m arena.train trainer.total_timesteps=2_000_000 logger=wandb reward=shaped
     python -m arena.train trainer.resume=latest run_dir=runs/my-run
+    python -m arena.train +league=selfplay                  # league: mirror + PFSP over snapshots + bots
+    python -m arena.train +league=alphastar league.snapshot.every_steps=500000
     python -m arena.train --cfg                             # print the resolved config and exit
 
 The run directory holds ``config.yaml`` (resolved), ``checkpoints/trainer.pt`` (written atomically
-every ``trainer.checkpoint_interval`` samples and at exit, Ctrl-C included) and ``metrics.jsonl``.
+every ``trainer.checkpoint_interval`` samples and at exit, Ctrl-C included) and ``metrics.jsonl``;
+with a league also ``league.sqlite`` (players, every match, rating history: the league's source of
+truth, which a resumed run reloads) and ``league/snapshots/<id>.pt``
+(``python -m arena.league show RUN_DIR`` prints the leaderboard).
 """
 
 from __future__ import annotations
@@ -67,7 +72,6 @@ def resolve_resume(resume: str | None, run_dir: Path, explicit_run_dir: bool) ->
 def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
     """The pieces a run is made of, from the resolved config (no training happens here)."""
     from arena.config import opponent_mix
-    from arena.rewards import build_reward
     from arena.trainer.config import PolicyConfig, TrainerConfig
     from arena.trainer.opponents import FixedMix
     from arena.trainer.stages import StageSchedule, parse_stages
@@ -84,7 +88,7 @@ def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
         "game": env["name"],
         "team_sizes": tuple(env["team_sizes"]),
         "env_overrides": {k: v for k, v in env.items() if k not in ENV_META_KEYS},
-        "reward_fn": build_reward(_plain(cfg.reward.terms)),
+        "reward_fn": build_reward_fn(cfg),
         "matchmaker": FixedMix(
             opponent_mix(list(cfg.opponents.players), list(cfg.opponents.weights)),
             redraw=True,
@@ -92,6 +96,64 @@ def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
         ),
         "stages": StageSchedule(parse_stages(_plain(cfg.stages) or [])),
     }
+
+
+def build_trainer(
+    cfg: Any, run_dir: Path, resume_path: Path | None = None, matchmaker: Any = None
+) -> tuple[Any, dict[str, Any]]:
+    """A new trainer as configured, or one restored from ``resume_path``; and its components.
+    ``matchmaker`` replaces the configured opponent mix (a league's matchmaker)."""
+    from arena.trainer.ppo import PPOTrainer
+
+    parts = build_components(cfg, run_dir)
+    if matchmaker is not None:
+        parts["matchmaker"] = matchmaker
+    if resume_path is None:
+        trainer = PPOTrainer(
+            parts["trainer_config"],
+            parts["policy_config"],
+            game=parts["game"],
+            team_sizes=parts["team_sizes"],
+            env_overrides=parts["env_overrides"],
+            reward_fn=parts["reward_fn"],
+            matchmaker=parts["matchmaker"],
+        )
+        return trainer, parts
+    logger.info("resuming from %s", resume_path)
+    trainer = PPOTrainer.resume(
+        resume_path,
+        reward_fn=parts["reward_fn"],
+        matchmaker=parts["matchmaker"],
+        config_overrides={
+            "total_timesteps": parts["trainer_config"].total_timesteps,
+            "checkpoint_dir": parts["trainer_config"].checkpoint_dir,
+        },
+    )
+    return trainer, parts
+
+
+def build_reward_fn(cfg: Any) -> Any:
+    from arena.rewards import build_reward
+
+    return build_reward(_plain(cfg.reward.terms))
+
+
+def open_league(cfg: Any, run_dir: Path, resuming: bool = False) -> Any:
+    """The league of the run (``+league=NAME``), opened from RUN_DIR/league.sqlite; None without one."""
+    if cfg.league is None:
+        return None
+    from arena.league.config import league_config
+    from arena.league.store import LEAGUE_DB
+    from arena.league.training import LeagueRun
+
+    if not resuming and (run_dir / LEAGUE_DB).is_file():
+        logger.warning("%s already holds a league: a new learner joins it (trainer.resume=latest continues "
+                       "the old one)", run_dir)
+    if any(stage.get("opponents") for stage in _plain(cfg.stages) or []):
+        raise ValueError("stages cannot set opponents when a league runs: the league chooses them")
+    game = str(cfg.env.name)
+    return LeagueRun(league_config(cfg.league, game), run_dir, game=game,
+                     team_sizes=tuple(cfg.env.team_sizes), seed=int(cfg.trainer.seed))
 
 
 def run(cfg: Any) -> Path:
@@ -102,35 +164,22 @@ def run(cfg: Any) -> Path:
     from arena.trainer.health import HealthMonitor, health_metrics
     from arena.trainer.loggers import make_logger
     from arena.trainer.opponents import FixedMix
-    from arena.trainer.ppo import PPOTrainer
 
     run_dir = resolve_run_dir(cfg)
     resume_path = resolve_resume(cfg.trainer.resume, run_dir, explicit_run_dir=bool(cfg.run_dir))
     if resume_path is not None and not cfg.run_dir:
         run_dir = resume_path.parent.parent
     run_dir.mkdir(parents=True, exist_ok=True)
-    parts = build_components(cfg, run_dir)
-    if resume_path is not None:
-        logger.info("resuming from %s", resume_path)
-        trainer = PPOTrainer.resume(
-            resume_path,
-            reward_fn=parts["reward_fn"],
-            matchmaker=parts["matchmaker"],
-            config_overrides={
-                "total_timesteps": parts["trainer_config"].total_timesteps,
-                "checkpoint_dir": parts["trainer_config"].checkpoint_dir,
-            },
-        )
-    else:
-        trainer = PPOTrainer(
-            parts["trainer_config"],
-            parts["policy_config"],
-            game=parts["game"],
-            team_sizes=parts["team_sizes"],
-            env_overrides=parts["env_overrides"],
-            reward_fn=parts["reward_fn"],
-            matchmaker=parts["matchmaker"],
-        )
+    league_run = open_league(cfg, run_dir, resuming=resume_path is not None)
+    league_matchmaker = league_run.matchmaker() if league_run is not None else None
+    try:
+        trainer, parts = build_trainer(cfg, run_dir, resume_path, matchmaker=league_matchmaker)
+        if league_run is not None:
+            league_run.attach(trainer, make_reward=lambda: build_reward_fn(cfg))
+    except BaseException:
+        if league_run is not None:
+            league_run.close()
+        raise
     OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
     log = make_logger(
         cfg.logger.kind,
@@ -152,10 +201,14 @@ def run(cfg: Any) -> Path:
                 trainer.evaluate()
                 trainer.train()
                 metrics = trainer.mean_and_log()
+                if league_run is not None:
+                    metrics.update(league_run.after_update())
                 warnings = health.update(metrics, progress=trainer.global_step / total)
                 metrics.update(health_metrics(warnings))
                 if stages.current is not None:
                     metrics["stage"] = float(stages.current)
+                if league_run is not None:
+                    league_run.log_views(log, trainer.global_step)
                 log.log(metrics, step=trainer.global_step)
                 dashboard.update(metrics, trainer.global_step, warnings)
     except KeyboardInterrupt:
@@ -163,6 +216,12 @@ def run(cfg: Any) -> Path:
         logger.warning("interrupted at step %d: writing a checkpoint", trainer.global_step)
     finally:
         path = trainer.save()
+        if league_run is not None:
+            try:
+                league_run.save()
+                league_run.log_views(log, trainer.global_step, force=True)
+            finally:
+                league_run.close()
         log.close()
         trainer.close()
     logger.info("%s: %s (step %d)", "stopped" if interrupted else "done", path, trainer.global_step)

@@ -187,7 +187,10 @@ class Policy(nn.Module):
         n, steps = obs.shape[0], obs.shape[1]
         x = self.encoder(obs.reshape(n * steps, -1)).view(n, steps, -1)
         keep = (~episode_starts.bool()).unsqueeze(-1).to(obs.dtype)
-        any_start = episode_starts.any(dim=0).tolist()  # one sync, then mask only where needed
+        if torch.compiler.is_compiling():  # no data-dependent branches in a compiled graph
+            any_start = [True] * steps
+        else:  # one sync, then mask only where needed (multiplying by 1 would change nothing)
+            any_start = episode_starts.any(dim=0).tolist()
         h, c = state
         outs = []
         for t, (x_t, keep_t) in enumerate(zip(x.unbind(1), keep.unbind(1), strict=True)):
@@ -203,7 +206,7 @@ class Policy(nn.Module):
         """One LSTM step. With autograd off it runs a fused form of the same function: one GEMM with
         the bias folded in, one sigmoid over all gates and tanh(g) = 2 sigmoid(2g) - 1 (the g rows of
         the fused weight are doubled), 2-3x faster on CPU than ``nn.LSTMCell``, equal to ~1e-6."""
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():  # the compiler fuses on its own
             return self.lstm(x, state)
         h, c = state
         ones = torch.ones(x.shape[0], 1, dtype=x.dtype, device=x.device)

@@ -9,6 +9,8 @@ COMMANDS = {
     "sim": ("arena.bench.sim", "simulator physics steps/s and decisions/s, threads, vs NumPy"),
     "pilots": ("arena.bench.pilots", "heuristic pilot against the random bot over 1000 matches"),
     "train": ("arena.bench.train_sps", "training SPS with the time split"),
+    "learn": ("arena.bench.learn", "win rate against the heuristic pilot over 15 minutes of training"),
+    "league": ("arena.bench.league", "share of training wall time in league work, selfplay midrange 1v1"),
     "evaluate": ("arena.bench.evaluate", "evaluation matches/s, midrange 1v1: scripted and LSTM players"),
 }
 

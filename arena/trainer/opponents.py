@@ -134,6 +134,9 @@ class Opponents:
         self.learner_row_mask = np.ones(self.rows, dtype=bool)  # updated with the assignment
         self._groups: dict[tuple[int, int], RowGroups] = {}
         self._states: dict[int, tuple[Tensor, Tensor]] = {}  # per LSTM size, every row
+        if callable(getattr(self.matchmaker, "bind", None)):
+            # A matchmaker that loads its players on demand (the league's) registers them here.
+            self.matchmaker.bind(self)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ players
 
@@ -153,10 +156,23 @@ class Opponents:
         self._index[player_id] = len(self.players)
         self.players.append(Player(player_id, agent))
 
+    def release_player(self, player_id: str) -> None:
+        """Drops the agent of a player no env is assigned to (a cache evicting a frozen policy); it
+        must be added again with ``add_player`` before an env is assigned to it."""
+        index = self._index.get(player_id, 0)
+        if index == 0:
+            raise ValueError(f"{player_id!r} is not a registered opponent: {sorted(self._index)}")
+        if (self.player_of_env == index).any():
+            raise ValueError(f"player {player_id!r} still drives team 1 of some envs; it cannot be released")
+        self.players[index].agent = None
+
     def player_index(self, player_id: str) -> int:
         """The index of ``player_id``, building scripted and checkpoint players on first use."""
         if player_id in self._index:
-            return self._index[player_id]
+            index = self._index[player_id]
+            if index and self.players[index].agent is None:
+                raise ValueError(f"player {player_id!r} was released; add_player it again before use")
+            return index
         if player_id.startswith(SCRIPTED_PREFIX):
             from arena.agents.scripted import make_scripted
 
@@ -270,9 +286,9 @@ class Opponents:
         return self._states[lstm_size]
 
     def reset_states(self) -> None:
-        for h, c in self._states.values():
-            h.zero_()
-            c.zero_()
+        # Dropped, not zeroed: they are made inside the rollout's inference mode, and an inference
+        # tensor cannot be written outside it (the next act() makes fresh zeros).
+        self._states.clear()
 
     # ------------------------------------------------------------------ checkpoints
 

@@ -44,7 +44,7 @@ from arena.trainer.checkpoint import load_checkpoint as read_checkpoint
 from arena.trainer.config import PolicyConfig, TrainerConfig, config_from_dict
 from arena.trainer.experience import Experience, Minibatch
 from arena.trainer.opponents import Matchmaker, Opponents
-from arena.trainer.rollout import Rollout
+from arena.trainer.rollout import RewardFn, Rollout
 from arena.trainer.stats import RolloutStats
 
 logger = logging.getLogger(__name__)
@@ -54,7 +54,13 @@ LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "l
 
 
 class PPOTrainer:
-    """PPO with an LSTM policy on team 0 of every env (and team 1 in mirror self-play)."""
+    """PPO with an LSTM policy on team 0 of every env (and team 1 in mirror self-play).
+
+    The trainer builds its env (``arena.make(game, num_envs, ...)`` with ``env_overrides``) and its
+    policy (``policy_config``). ``reward_fn(StepBatch) -> (total, terms)`` shapes the training reward
+    (None: the core's outcome reward, +1/-1 at a win/loss); ``matchmaker(env_ids, outcomes) -> player
+    ids`` picks team 1's player of each env at every episode end (None: mirror self-play everywhere).
+    """
 
     def __init__(
         self,
@@ -64,7 +70,7 @@ class PPOTrainer:
         game: str = "midrange",
         team_sizes: tuple[int, int] = (1, 1),
         env_overrides: Mapping[str, Any] | None = None,
-        reward_fn: Any = None,
+        reward_fn: RewardFn | None = None,
         matchmaker: Matchmaker | None = None,
     ) -> None:
         self.config = dataclasses.replace(config).validate()
@@ -318,7 +324,7 @@ class PPOTrainer:
         cls,
         path: str | Path,
         *,
-        reward_fn: Any = None,
+        reward_fn: RewardFn | None = None,
         matchmaker: Matchmaker | None = None,
         config_overrides: Mapping[str, Any] | None = None,
     ) -> PPOTrainer:

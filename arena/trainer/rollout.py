@@ -29,6 +29,8 @@ from arena.trainer.opponents import Opponents, RowGroups
 from arena.trainer.stats import RolloutStats
 
 StepFn = Callable[..., tuple[list[Tensor], Tensor, tuple[Tensor, Tensor]]]
+# reward_fn(arena.rewards.StepBatch) -> (total [rows] float32, {term: [rows]}); optional .reset(done_rows)
+RewardFn = Callable[[Any], tuple[np.ndarray, dict[str, np.ndarray]]]
 
 
 class Rollout:
@@ -43,7 +45,7 @@ class Rollout:
         stats: RolloutStats,
         *,
         overlap: bool = True,
-        reward_fn: Any = None,
+        reward_fn: RewardFn | None = None,
         generator: torch.Generator | None = None,
         step_fn: StepFn | None = None,
         device: torch.device | str = "cpu",
@@ -262,7 +264,8 @@ class Rollout:
             team_sizes=tuple(env.team_sizes),
             params=dict(env.params),
         )
-        total, terms = self.reward_fn(batch)
+        result = self.reward_fn(batch)
+        total, terms = result if isinstance(result, tuple) else (result, {})
         exp.rewards[t] = torch.as_tensor(np.asarray(total, dtype=np.float32), device=exp.rewards.device)
         self.stats.record_terms(terms, exp.learner_mask[t].cpu().numpy())
         if callable(getattr(self.reward_fn, "reset", None)):
@@ -276,9 +279,7 @@ class Rollout:
         if not groups.learner_count:
             return
         t0 = time.perf_counter()
-        obs, starts = self._device_rows(0)
-        if not self.on_cpu:
-            obs, starts = self._obs.to(self.device), self.next_start.to(self.device)
+        obs, starts = self._obs.to(self.device), self.next_start.to(self.device)  # no copy on CPU
         rows = groups.learner
         if isinstance(rows, slice):
             exp.next_value[rows] = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows])[1]

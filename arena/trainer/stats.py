@@ -67,9 +67,9 @@ class RolloutStats:
         for pid, counts in sorted(self.outcomes.items()):
             total = int(counts.sum())
             if total:
-                out[f"win_rate/{pid}"] = counts[OUTCOME_WIN] / total
-                out[f"draw_rate/{pid}"] = counts[OUTCOME_DRAW] / total
-                out[f"loss_rate/{pid}"] = counts[OUTCOME_LOSS] / total
+                out[f"win_rate/{pid}"] = float(counts[OUTCOME_WIN]) / total
+                out[f"draw_rate/{pid}"] = float(counts[OUTCOME_DRAW]) / total
+                out[f"loss_rate/{pid}"] = float(counts[OUTCOME_LOSS]) / total
                 out[f"episodes/{pid}"] = float(total)
         if self.term_samples:
             for name, total_value in sorted(self.term_sums.items()):

@@ -1,0 +1,97 @@
+"""Training SPS: midrange 1v1 mirror self-play with the ~143k-parameter LSTM policy, with and without
+overlap (double buffering), and where the time goes.
+
+``python -m arena.bench train [--num-envs 2048] [--updates 5] [--mode both]``. SPS counts learner agent
+steps (in mirror play every row) per second of wall time, collection and PPO update together. Each
+figure is the median over the measured updates, after warm-up updates that are not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from arena.trainer.config import PolicyConfig, TrainerConfig, available_cores
+from arena.trainer.opponents import FixedMix
+from arena.trainer.ppo import PPOTrainer
+
+PARTS = ("sim", "inference", "learn", "other")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m arena.bench train", description=__doc__.splitlines()[0])
+    p.add_argument("--num-envs", type=int, default=2048, help="matches (rows = 2 x envs in 1v1)")
+    p.add_argument("--updates", type=int, default=5, help="measured updates per mode")
+    p.add_argument("--warmup", type=int, default=1, help="updates run before measuring")
+    p.add_argument("--bptt-horizon", type=int, default=64)
+    p.add_argument("--minibatch-size", type=int, default=32768)
+    p.add_argument("--update-epochs", type=int, default=1)
+    p.add_argument("--torch-threads", type=int, default=None, help="default: every core")
+    p.add_argument("--sim-threads", type=int, default=None, help="simulator threads; default: every core")
+    p.add_argument("--mode", choices=("both", "overlap", "sequential"), default="both")
+    p.add_argument("--compile", action="store_true", help="torch.compile the policy")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def measure(args: argparse.Namespace, overlap: bool) -> dict[str, float]:
+    config = TrainerConfig(
+        num_envs=args.num_envs, num_threads=args.sim_threads, torch_threads=args.torch_threads,
+        seed=args.seed, total_timesteps=10**12, bptt_horizon=args.bptt_horizon,
+        rollout_steps=args.bptt_horizon, minibatch_size=args.minibatch_size,
+        update_epochs=args.update_epochs, compile=args.compile, overlap=overlap,
+    )
+    trainer = PPOTrainer(config, PolicyConfig(), game="midrange", matchmaker=FixedMix("mirror"))
+    try:
+        for _ in range(args.warmup):
+            trainer.evaluate()
+            trainer.train()
+        trainer.mean_and_log()
+        sps, collect_sps, learn_sps, shares = [], [], [], {part: 0.0 for part in PARTS}
+        for _ in range(args.updates):
+            t0 = time.perf_counter()
+            samples = trainer.evaluate()
+            t1 = time.perf_counter()
+            trainer.train()
+            t2 = time.perf_counter()
+            metrics = trainer.mean_and_log()
+            sps.append(metrics["SPS"])
+            collect_sps.append(samples / (t1 - t0))
+            learn_sps.append(samples / (t2 - t1))
+            total = sum(metrics[f"time/{part}"] for part in PARTS)
+            for part in PARTS:
+                shares[part] += metrics[f"time/{part}"] / total / args.updates
+        return {
+            "SPS": statistics.median(sps),
+            "SPS_min": min(sps),
+            "SPS_max": max(sps),
+            "collect_SPS": statistics.median(collect_sps),
+            "learn_SPS": statistics.median(learn_sps),
+            "params": float(trainer.policy.num_parameters()),
+            "batch": float(samples),
+            **{f"share/{part}": value for part, value in shares.items()},
+        }
+    finally:
+        trainer.close()
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    modes = {"both": (True, False), "overlap": (True,), "sequential": (False,)}[args.mode]
+    cores = available_cores()
+    print(
+        f"midrange 1v1 mirror self-play: {args.num_envs} envs ({2 * args.num_envs} learner rows), "
+        f"bptt_horizon {args.bptt_horizon}, minibatch {args.minibatch_size}, {args.update_epochs} epoch(s), "
+        f"torch threads {args.torch_threads or cores}, sim threads {args.sim_threads or cores}, {cores} cores"
+    )
+    for overlap in modes:
+        r = measure(args, overlap)
+        name = "overlap   " if overlap else "sequential"
+        split = "  ".join(f"{part} {100 * r[f'share/{part}']:4.1f}%" for part in PARTS)
+        print(
+            f"{name}  SPS {r['SPS']:9,.0f}  (min {r['SPS_min']:,.0f}, max {r['SPS_max']:,.0f})  "
+            f"collect {r['collect_SPS']:9,.0f}/s  learn {r['learn_SPS']:9,.0f}/s  |  {split}"
+        )
+    print(f"policy parameters: {int(r['params']):,}; batch {int(r['batch']):,} samples per update")
+    return 0

@@ -1,0 +1,220 @@
+"""The league recipe of a training run (``+league=selfplay|pfsp|alphastar``): every rule is a value here.
+
+These dataclasses are hydra structured configs (registered in ``arena.config``); the YAML presets in
+``configs/league/`` choose the values. ``league_config(node)`` turns a composed node (or a plain dict)
+into a checked ``LeagueConfig``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from arena.league.matchmaking import SOURCES, WEIGHTINGS
+from arena.league.players import PLAYER_KINDS
+
+
+@dataclass
+class MixConfig:
+    """Probability of each matchmaking source (they must sum to 1); one field per source, so a
+    misspelt source fails at start-up."""
+
+    mirror: float = 0.35
+    latest: float = 0.0
+    uniform: float = 0.0
+    pfsp: float = 0.5
+    scripted: float = 0.15
+    learners: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        """The sources with a non-zero probability."""
+        return {s: float(getattr(self, s)) for s in SOURCES if getattr(self, s)}
+
+
+@dataclass
+class MatchmakingConfig:
+    """How a learner's opponents are drawn at each episode end (see ``arena.league.matchmaking``)."""
+
+    mix: MixConfig = field(default_factory=MixConfig)
+    weighting: str = "hard"  # PFSP: hard (1-x)^p | var x(1-x) | linear_capped min(0.5, 1-x)
+    p: float = 2.0
+    min_games: float = 5.0  # decayed games before the score counts (0.5 until then)
+    pool_kinds: list[str] = field(default_factory=lambda: ["snapshot"])  # who uniform/pfsp draw from
+
+
+@dataclass
+class SnapshotConfig:
+    """When a learner is frozen into a snapshot: every ``every_steps`` learner samples and/or when it
+    scores above ``beat_all_threshold`` against every player of ``vs_kinds`` with ``min_games`` each."""
+
+    every_steps: int | None = 1_000_000
+    beat_all_threshold: float | None = 0.7
+    min_games: int = 20
+    vs_kinds: list[str] = field(default_factory=lambda: ["snapshot", "scripted"])
+
+
+@dataclass
+class RatingsConfig:
+    """TrueSkill settings (the ``trueskill`` package's defaults)."""
+
+    mu: float = 25.0
+    sigma: float = 25.0 / 3
+    beta: float = 25.0 / 6
+    tau: float = 25.0 / 300
+    draw_probability: float = 0.1
+
+
+@dataclass
+class MainExploiterConfig:
+    """AlphaStar's main exploiter: trains against the main learner only, and restarts from fresh
+    weights once it beats it (score above ``snapshot.beat_all_threshold``) or after
+    ``snapshot.every_steps`` samples, leaving a snapshot of itself in the league."""
+
+    num_envs: int | None = None  # None: a quarter of the main learner's (at least 2)
+    # Against the live learner by default; while its score against it is below low_score, half the
+    # time (snapshot_prob) PFSP with `weighting` over the learner's snapshots instead.
+    low_score: float = 0.2
+    snapshot_prob: float = 0.5
+    weighting: str = "var"
+    min_games: float = 5.0
+    snapshot: SnapshotConfig = field(
+        default_factory=lambda: SnapshotConfig(every_steps=4_000_000, beat_all_threshold=0.7, min_games=20,
+                                               vs_kinds=["learner"])
+    )
+
+
+@dataclass
+class LeagueExploiterConfig:
+    """AlphaStar's league exploiter: PFSP over the whole league; on each snapshot it restarts from
+    fresh weights with probability ``reset_prob``."""
+
+    num_envs: int | None = None  # None: a quarter of the main learner's (at least 2)
+    matchmaking: MatchmakingConfig = field(
+        default_factory=lambda: MatchmakingConfig(mix=MixConfig(mirror=0.0, pfsp=1.0, scripted=0.0),
+                                                  weighting="hard",
+                                                  pool_kinds=["snapshot", "scripted"])
+    )
+    snapshot: SnapshotConfig = field(
+        default_factory=lambda: SnapshotConfig(every_steps=2_000_000, beat_all_threshold=0.7, min_games=20,
+                                               vs_kinds=["snapshot", "scripted"])
+    )
+    reset_prob: float = 0.25
+
+
+@dataclass
+class LeagueConfig:
+    """A league: who plays whom, when snapshots are taken, how players are rated, what is logged."""
+
+    name: str = "selfplay"
+    learner_id: str = "learner"
+    scripted: list[str] | None = None  # scripted bots in the league; None: every bot of the game
+    matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
+    snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
+    decay: float = 0.99  # payoff decay per new result of a pair (1.0: plain totals)
+    ratings: RatingsConfig = field(default_factory=RatingsConfig)
+    cache_size: int = 32  # frozen players kept loaded per learner (LRU; assigned ones always stay)
+    log_interval: int = 20  # updates between leaderboard / payoff heatmap / per-player ratings
+    seed: int | None = None  # matchmaking seed; None: the trainer's seed
+    main_exploiter: MainExploiterConfig | None = None
+    league_exploiter: LeagueExploiterConfig | None = None
+
+    def validate(self, game: str | None = None) -> LeagueConfig:
+        """Checks every value; raises ``ValueError`` naming the key and what is allowed."""
+        if not isinstance(self.learner_id, str) or not self.learner_id or ":" in self.learner_id:
+            raise ValueError(f"league.learner_id={self.learner_id!r} must be a non-empty id without ':'")
+        _check_matchmaking(self.matchmaking, "league.matchmaking")
+        _check_snapshot(self.snapshot, "league.snapshot")
+        if not (isinstance(self.decay, int | float) and 0.0 < self.decay <= 1.0):
+            raise ValueError(f"league.decay={self.decay!r} must be in (0, 1]")
+        for name in ("cache_size", "log_interval"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"league.{name}={value!r} must be an integer >= 1")
+        if game is not None and self.scripted is not None:
+            from arena.agents.scripted import SCRIPTED_BOTS
+
+            bots = SCRIPTED_BOTS.get(game, ())
+            unknown = [b for b in self.scripted if b.removeprefix("scripted:") not in bots]
+            if unknown:
+                raise ValueError(f"league.scripted names bots {unknown} that {game!r} does not have; "
+                                 f"available: {list(SCRIPTED_BOTS.get(game, ()))}")
+        if self.main_exploiter is not None:
+            m = self.main_exploiter
+            _check_num_envs(m.num_envs, "league.main_exploiter.num_envs")
+            for name in ("low_score", "snapshot_prob"):
+                _check_unit(getattr(m, name), f"league.main_exploiter.{name}")
+            if m.weighting not in WEIGHTINGS:
+                raise ValueError(
+                    f"league.main_exploiter.weighting={m.weighting!r} must be one of {sorted(WEIGHTINGS)}")
+            _check_snapshot(m.snapshot, "league.main_exploiter.snapshot")
+        if self.league_exploiter is not None:
+            e = self.league_exploiter
+            _check_num_envs(e.num_envs, "league.league_exploiter.num_envs")
+            _check_matchmaking(e.matchmaking, "league.league_exploiter.matchmaking")
+            _check_snapshot(e.snapshot, "league.league_exploiter.snapshot")
+            _check_unit(e.reset_prob, "league.league_exploiter.reset_prob")
+        return self
+
+    def ratings_config(self) -> dict[str, float]:
+        r = self.ratings
+        return {"mu": r.mu, "sigma": r.sigma, "beta": r.beta, "tau": r.tau,
+                "draw_probability": r.draw_probability}
+
+
+def league_config(node: Any, game: str | None = None) -> LeagueConfig:
+    """A checked ``LeagueConfig`` from a composed hydra node, a plain mapping or a ``LeagueConfig``."""
+    from omegaconf import OmegaConf
+
+    if isinstance(node, LeagueConfig):
+        return node.validate(game)
+    if OmegaConf.is_config(node):
+        node = OmegaConf.to_container(node, resolve=True)
+    if not isinstance(node, Mapping):
+        raise ValueError(f"the league config must be a mapping, got {type(node).__name__}")
+    merged = OmegaConf.merge(OmegaConf.structured(LeagueConfig), dict(node))
+    config = OmegaConf.to_object(merged)
+    assert isinstance(config, LeagueConfig)
+    return config.validate(game)
+
+
+def _check_matchmaking(m: MatchmakingConfig, where: str) -> None:
+    values = [float(getattr(m.mix, s)) for s in SOURCES]
+    if any(not math.isfinite(v) or v < 0 for v in values) or abs(sum(values) - 1.0) > 1e-6:
+        raise ValueError(f"{where}.mix {m.mix.as_dict()} must hold probabilities >= 0 that sum to 1")
+    if m.weighting not in WEIGHTINGS:
+        raise ValueError(f"{where}.weighting={m.weighting!r} must be one of {sorted(WEIGHTINGS)}")
+    if not (math.isfinite(m.p) and m.p > 0):
+        raise ValueError(f"{where}.p={m.p!r} must be > 0")
+    if not (math.isfinite(m.min_games) and m.min_games >= 0):
+        raise ValueError(f"{where}.min_games={m.min_games!r} must be >= 0")
+    _check_kinds(m.pool_kinds, f"{where}.pool_kinds")
+
+
+def _check_snapshot(s: SnapshotConfig, where: str) -> None:
+    if s.every_steps is None and s.beat_all_threshold is None:
+        raise ValueError(f"{where} needs every_steps and/or beat_all_threshold; both are null")
+    if s.every_steps is not None and (isinstance(s.every_steps, bool) or s.every_steps < 1):
+        raise ValueError(f"{where}.every_steps={s.every_steps!r} must be a positive integer or null")
+    if s.beat_all_threshold is not None and not 0.0 <= s.beat_all_threshold < 1.0:
+        raise ValueError(f"{where}.beat_all_threshold={s.beat_all_threshold!r} must be in [0, 1) or null")
+    if s.min_games < 0:
+        raise ValueError(f"{where}.min_games={s.min_games!r} must be >= 0")
+    _check_kinds(s.vs_kinds, f"{where}.vs_kinds")
+
+
+def _check_kinds(kinds: list[str], where: str) -> None:
+    unknown = sorted(set(kinds) - set(PLAYER_KINDS))
+    if not kinds or unknown:
+        raise ValueError(f"{where}={list(kinds)} must be a non-empty list of kinds {list(PLAYER_KINDS)}")
+
+
+def _check_unit(value: float, where: str) -> None:
+    if not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
+        raise ValueError(f"{where}={value!r} must be in [0, 1]")
+
+
+def _check_num_envs(value: int | None, where: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{where}={value!r} must be a positive integer or null")

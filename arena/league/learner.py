@@ -1,0 +1,87 @@
+"""A learning player of the league in a training run: its trainer, matchmaker, snapshot and restart rules.
+
+A snapshot freezes the learner's current policy into an immutable file
+``RUN_DIR/league/snapshots/<id>.pt`` (``{"policy_spec", "policy"}``, so ``load_policy`` and
+``arena.evaluate`` read it) and registers it in the league with its sha256. The file is written first
+and the player registered second: a crash in between leaves a file the store does not know, which the
+next snapshot of that index replaces (the store is the source of truth).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arena.league.league import League
+from arena.league.players import Player, snapshot_id
+from arena.league.snapshots import SnapshotGate, write_snapshot
+from arena.league.trainer_link import LeagueMatchmaker
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_DIR = Path("league") / "snapshots"
+
+
+def freeze_policy(league: League, run_dir: str | os.PathLike[str], learner_id: str, policy: Any,
+                  step: int) -> Player:
+    """Writes the next snapshot of ``learner_id`` and registers it; returns the new player."""
+    index = len(league.pool.snapshots(parent=learner_id))
+    player_id = snapshot_id(learner_id, index)
+    if player_id in league.pool:
+        raise ValueError(f"snapshot id {player_id!r} is already taken in the league")
+    relative = SNAPSHOT_DIR / f"{player_id}.pt"
+    path = Path(run_dir) / relative
+    if path.exists():
+        logger.warning("replacing %s: a snapshot file the league store never registered (crash)", path)
+        path.unlink()
+    state = {
+        "policy_spec": dict(policy.spec),
+        "policy": {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()},
+    }
+    sha256 = write_snapshot(path, state)
+    player = Player(player_id, "snapshot", path=str(relative), sha256=sha256, step=int(step),
+                    parent=learner_id)
+    league.add_player(player)
+    logger.info("snapshot %s at step %d (%s)", player_id, step, sha256[:12])
+    return player
+
+
+@dataclass
+class LeagueLearner:
+    """One learning player: ``trainer`` plays as ``player_id``; ``gate`` decides its snapshots against
+    the players of ``vs_kinds``; after a snapshot it restarts from fresh weights with ``reset_prob``."""
+
+    player_id: str
+    kind: str
+    trainer: Any  # PPOTrainer
+    matchmaker: LeagueMatchmaker
+    gate: SnapshotGate
+    vs_kinds: Sequence[str] = ("snapshot", "scripted")
+    reset_prob: float = 0.0
+    generation: int = 0
+    seed: int = 0
+
+    def snapshot_due(self, league: League) -> bool:
+        """What the gate says now, from the league's payoff against ``vs_kinds``."""
+        step = int(self.trainer.global_step)
+        rates = league.win_rates_vs_pool(self.player_id, kinds=tuple(self.vs_kinds))
+        return self.gate.should_snapshot(step, league.last_snapshot_step(self.player_id), rates)
+
+    def snapshot(self, league: League, run_dir: str | os.PathLike[str]) -> Player:
+        return freeze_policy(league, run_dir, self.player_id, self.trainer.policy, self.trainer.global_step)
+
+    def restarts_after(self, snapshot_index: int) -> bool:
+        """Whether its ``snapshot_index``-th snapshot ends the learner's generation. The draw depends
+        only on the seed, the generation and the index, so a resumed run decides the same way."""
+        if self.reset_prob <= 0.0:
+            return False
+        if self.reset_prob >= 1.0:
+            return True
+        draw = np.random.default_rng([self.seed, self.generation, snapshot_index]).random()
+        return bool(draw < self.reset_prob)

@@ -1,0 +1,130 @@
+"""The trainer's matchmaker callable, backed by the league.
+
+``PPOTrainer(..., matchmaker=LeagueMatchmaker(...))``: at every episode end the trainer calls it with
+the finished envs and their outcomes (from the learner's team's view). It then
+
+1. records each finished match in the league (learner vs the env's previous team-1 player, outcome,
+   length, learner step): committed to the store as it finishes, then payoff and ratings update;
+2. picks the envs' next opponents with a chooser (the league ``Matchmaker``, or an exploiter's);
+3. has the player cache load (and register with ``Opponents``) any frozen player newly needed.
+
+Its ``state_dict`` (the chooser's RNG and who plays in each env) rides in the trainer checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from arena.league.league import League
+from arena.league.outcome import DRAW, LOSS, WIN
+from arena.league.player_cache import PlayerCache
+from arena.league.timing import LeagueTimer
+from arena.trainer.opponents import MIRROR, NO_OUTCOME
+
+# The trainer's outcome codes (team 0's view) -> the league's +1 / -1 / 0.
+LEAGUE_OUTCOME = {0: WIN, 1: LOSS, 2: DRAW}
+
+
+class Chooser(Protocol):
+    """Picks opponents for n env slots of a learner (``arena.league.Matchmaker`` is one)."""
+
+    rng: np.random.Generator
+
+    def choose_many(self, learner_id: str, n: int) -> list[str]: ...
+
+
+class LeagueMatchmaker:
+    """``(env_ids, outcomes) -> player ids``: records finished matches, then chooses the next opponents."""
+
+    def __init__(
+        self,
+        league: League,
+        learner_id: str,
+        chooser: Chooser,
+        cache: PlayerCache,
+        *,
+        timer: LeagueTimer | None = None,
+        learner_step: Callable[[], int] | None = None,
+        match_lengths: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> None:
+        league.pool.get(learner_id)  # fails clearly for a learner the league does not know
+        self.league, self.learner_id, self.chooser, self.cache = league, learner_id, chooser, cache
+        self.timer = timer if timer is not None else cache.timer
+        # Set by the wiring once the trainer exists: its sample count, and the finished matches' lengths.
+        self.learner_step = learner_step
+        self.match_lengths = match_lengths
+        self.current: list[str | None] = []  # league id of the team-1 player of each env
+        self.matches_recorded = 0
+
+    def bind(self, opponents: Any) -> None:
+        """Called by ``Opponents`` before its first request: players are registered with it."""
+        self.cache.bind(opponents)
+        self.current = [None] * int(opponents.num_envs)
+
+    def __call__(self, env_ids: np.ndarray, outcomes: np.ndarray) -> list[str]:
+        with self.timer.measure("matchmaking"):  # recording and loading inside count as their own parts
+            return self._next_opponents(env_ids, outcomes)
+
+    def _next_opponents(self, env_ids: np.ndarray, outcomes: np.ndarray) -> list[str]:
+        env_ids = np.asarray(env_ids, dtype=np.int64)
+        outcomes = np.asarray(outcomes)
+        if len(env_ids) and int(env_ids.max()) >= len(self.current):
+            self.current += [None] * (int(env_ids.max()) + 1 - len(self.current))
+        finished = outcomes != NO_OUTCOME
+        if finished.any():
+            self._record(env_ids[finished], outcomes[finished])
+        picks = self.chooser.choose_many(self.learner_id, len(env_ids))
+        replaced = {self.current[env] for env in env_ids.tolist()}
+        for env, player_id in zip(env_ids.tolist(), picks, strict=True):
+            self.current[env] = player_id
+        # The replaced players still hold their envs in Opponents until it applies these picks.
+        self.cache.ensure(picks, in_use=lambda: self.assigned() | {p for p in replaced if p is not None})
+        return [MIRROR if p == self.learner_id else p for p in picks]
+
+    def _record(self, envs: np.ndarray, codes: np.ndarray) -> None:
+        lengths = None if self.match_lengths is None else np.asarray(self.match_lengths(envs))
+        step = None if self.learner_step is None else int(self.learner_step())
+        team_a = [self.learner_id]
+        with self.timer.measure("record"):
+            for k, (env, code) in enumerate(zip(envs.tolist(), codes.tolist(), strict=True)):
+                opponent = self.current[env]
+                if opponent is None:
+                    continue  # an env this matchmaker never assigned (cannot happen through Opponents)
+                length = None if lengths is None else float(lengths[k])
+                self.league.record_match(team_a, [opponent], LEAGUE_OUTCOME[int(code)], length=length,
+                                         learner_step=step)
+                self.matches_recorded += 1
+
+    def assigned(self) -> set[str]:
+        """League ids of the players assigned to some env now."""
+        return {p for p in self.current if p is not None}
+
+    def mix(self) -> dict[str, float]:
+        """Fraction of envs assigned to each opponent now (the learner itself as ``mirror``)."""
+        counts = Counter(MIRROR if p == self.learner_id else p for p in self.current if p is not None)
+        total = sum(counts.values())
+        return {p: n / total for p, n in sorted(counts.items())} if total else {}
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"rng": self.chooser.rng.bit_generator.state, "current": list(self.current)}
+        if callable(getattr(self.chooser, "state_dict", None)):
+            state["chooser"] = self.chooser.state_dict()  # type: ignore[attr-defined]
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores the RNG and the assignment; the assigned players are loaded so that ``Opponents``
+        can restore its own assignment right after."""
+        self.chooser.rng.bit_generator.state = dict(state["rng"])
+        if "chooser" in state and callable(getattr(self.chooser, "load_state_dict", None)):
+            self.chooser.load_state_dict(state["chooser"])  # type: ignore[attr-defined]
+        current: Sequence[str | None] = state["current"]
+        previous = self.assigned()  # what Opponents still holds until it restores its assignment
+        self.current = list(current)
+        self.cache.ensure([p for p in self.current if p is not None],
+                          in_use=lambda: self.assigned() | previous)

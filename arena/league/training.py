@@ -1,0 +1,297 @@
+"""A league wired into a training run: the learners' matchmakers, snapshots, exploiters and league views.
+
+How it plugs into ``arena.train`` (nothing inside the trainer knows about the league)::
+
+    run = LeagueRun(config, run_dir, game=..., team_sizes=..., seed=...)   # opens RUN_DIR/league.sqlite
+    trainer = PPOTrainer(..., matchmaker=run.matchmaker())   # or PPOTrainer.resume(..., matchmaker=...)
+    run.attach(trainer, make_reward)                         # exploiters (AlphaStar) start here
+    while not trainer.done:
+        trainer.evaluate(); trainer.train(); metrics = trainer.mean_and_log()
+        metrics |= run.after_update()      # snapshots, exploiters' turn, league/* metrics
+        run.log_views(logger, step)        # leaderboard table and payoff heatmap every log_interval
+    trainer.save(); run.save(); run.close()
+
+The store is the source of truth: every match, player and rating is committed before memory changes,
+so a run killed at any moment resumes from the store; the trainer checkpoint carries only the
+matchmakers' RNG and env assignment. To keep league work a small share of training time
+(``python -m arena.bench league``), matches are rated with TrueSkill's two-team closed form
+(``TwoTeamRatings``, the same numbers) and PFSP weights are computed once per update
+(``UpdateMatchmaker``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arena.agents.policy import Policy
+from arena.agents.scripted import SCRIPTED_BOTS
+from arena.league.config import LeagueConfig, MatchmakingConfig
+from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
+from arena.league.league import League
+from arena.league.learner import LeagueLearner
+from arena.league.player_cache import PlayerCache
+from arena.league.players import Player
+from arena.league.snapshots import SnapshotGate
+from arena.league.timing import LeagueTimer
+from arena.league.trainer_link import LeagueMatchmaker
+from arena.league.two_team_ratings import TwoTeamRatings
+from arena.league.update_matchmaker import UpdateMatchmaker
+
+logger = logging.getLogger(__name__)
+
+PAYOFF_IMAGE = Path("league") / "payoff.png"
+LEADERBOARD_COLUMNS = ("rank", "player", "kind", "mu", "sigma", "mu-3sigma", "score_vs_learner",
+                       "games_vs_learner")
+# Exploiter metrics worth a line in the logs (their per-opponent rates would read as the main's).
+EXPLOITER_KEYS = ("SPS", "global_step", "episode_return", "episode_length", "policy_loss", "value_loss",
+                  "entropy", "approx_kl")
+_SEED_OFFSET = {"main_exploiter": 1000, "league_exploiter": 2000}
+
+
+class LeagueRun:
+    """The league side of one training run (see the module docstring)."""
+
+    def __init__(self, config: LeagueConfig, run_dir: str | os.PathLike[str], *, game: str,
+                 team_sizes: tuple[int, int] = (1, 1), seed: int = 0) -> None:
+        self.config = config.validate(game)
+        if (config.main_exploiter or config.league_exploiter) and config.matchmaking.mix.learners:
+            raise ValueError("league.matchmaking.mix 'learners' is not supported with exploiters: a reset "
+                             "exploiter's old generation has no live weights to play")
+        self.run_dir, self.game, self.team_sizes = Path(run_dir), game, tuple(team_sizes)
+        self.seed = config.seed if config.seed is not None else seed
+        self.learner_id = config.learner_id
+        self.timer = LeagueTimer()
+        self.league = League.open(self.run_dir, decay=config.decay, ratings_config=config.ratings_config())
+        # Same TrueSkill numbers, closed form: rating thousands of matches a minute stays cheap.
+        self.league.ratings = TwoTeamRatings.like(self.league.ratings)
+        self.league.store.set_meta("league_config", dataclasses.asdict(config))
+        self.league.add_player(Player(self.learner_id, "learner"))
+        for name in config.scripted if config.scripted is not None else SCRIPTED_BOTS[game]:
+            self.league.add_player(Player(f"scripted:{name.removeprefix('scripted:')}", "scripted"))
+        self.live: dict[str, Policy] = {}  # learning players' current weights, by player id
+        self._main_matchmaker: LeagueMatchmaker | None = None
+        self.main: LeagueLearner | None = None
+        self.exploiters: list[LeagueLearner] = []
+        self._make_reward: Callable[[], Any] = lambda: None
+        self.updates = 0
+        self._logged_views_at = -1
+
+    # ------------------------------------------------------------------ building
+
+    def matchmaker(self) -> LeagueMatchmaker:
+        """The main learner's matchmaker, to give to its ``PPOTrainer`` (new or resumed)."""
+        if self._main_matchmaker is None:
+            chooser = self._chooser(self.config.matchmaking, np.random.default_rng([self.seed, 0]))
+            self._main_matchmaker = self._matchmaker_for(self.learner_id, chooser)
+        return self._main_matchmaker
+
+    def _chooser(self, m: MatchmakingConfig, rng: np.random.Generator) -> UpdateMatchmaker:
+        return UpdateMatchmaker(self.league.pool, self.league.payoff, m.mix.as_dict(), rng=rng,
+                          weighting=m.weighting, p=m.p, min_games=m.min_games, pool_kinds=tuple(m.pool_kinds))
+
+    def _matchmaker_for(self, player_id: str, chooser: Any) -> LeagueMatchmaker:
+        cache = PlayerCache(self.league.pool, self.run_dir, owner=player_id, capacity=self.config.cache_size,
+                            live=self.live, timer=self.timer)
+        return LeagueMatchmaker(self.league, player_id, chooser, cache, timer=self.timer)
+
+    def attach(self, trainer: Any, make_reward: Callable[[], Any] | None = None) -> None:
+        """Links the main learner's trainer (built with ``matchmaker()``) and starts the exploiters;
+        ``make_reward`` builds a reward function for each exploiter's trainer."""
+        matchmaker = self.matchmaker()
+        if trainer.opponents.matchmaker is not matchmaker:
+            raise ValueError("attach() a trainer that was built with this LeagueRun's matchmaker()")
+        _link(trainer, matchmaker)
+        snap = self.config.snapshot
+        self.main = LeagueLearner(self.learner_id, "learner", trainer, matchmaker,
+                                  SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
+                                  vs_kinds=tuple(snap.vs_kinds), seed=self.seed)
+        self.live[self.learner_id] = trainer.policy
+        self._make_reward = make_reward or (lambda: None)
+        for kind in ("main_exploiter", "league_exploiter"):
+            if getattr(self.config, kind) is not None:
+                generation = current_generation(self.league.pool, kind)
+                self.exploiters.append(self._exploiter(kind, 0 if generation is None else generation))
+
+    def _exploiter(self, kind: str, generation: int) -> LeagueLearner:
+        """Generation ``generation`` of an exploiter: resumed from its checkpoint when it has one."""
+        from arena.trainer.ppo import CHECKPOINT_NAME, PPOTrainer
+
+        assert self.main is not None
+        player_id = exploiter_id(kind, generation)
+        self.league.add_player(Player(player_id, kind))
+        rng = np.random.default_rng([self.seed, _SEED_OFFSET[kind], generation])
+        if kind == "main_exploiter":
+            cfg: Any = self.config.main_exploiter
+            chooser: Any = MainExploiterChooser(
+                self.league.pool, self.league.payoff, self.learner_id, rng=rng, low_score=cfg.low_score,
+                snapshot_prob=cfg.snapshot_prob, weighting=cfg.weighting, min_games=cfg.min_games)
+            reset_prob = 1.0  # AlphaStar: a main exploiter restarts at every snapshot
+        else:
+            cfg = self.config.league_exploiter
+            chooser = self._chooser(cfg.matchmaking, rng)
+            reset_prob = cfg.reset_prob
+        matchmaker = self._matchmaker_for(player_id, chooser)
+        main = self.main.trainer
+        checkpoint_dir = self.run_dir / "checkpoints" / player_id
+        checkpoint = checkpoint_dir / CHECKPOINT_NAME
+        seed = int(main.config.seed) + _SEED_OFFSET[kind] + generation
+        num_envs = cfg.num_envs or max(2, main.config.num_envs // 4)
+        if checkpoint.is_file():
+            logger.info("resuming %s from %s", player_id, checkpoint)
+            trainer = PPOTrainer.resume(
+                checkpoint, reward_fn=self._make_reward(), matchmaker=matchmaker,
+                config_overrides={"total_timesteps": main.config.total_timesteps,
+                                  "checkpoint_dir": str(checkpoint_dir)})
+        else:
+            config = dataclasses.replace(main.config, num_envs=num_envs, seed=seed,
+                                         checkpoint_dir=str(checkpoint_dir))
+            env = main.env_spec
+            trainer = PPOTrainer(config, main.policy_config, game=env["game"],
+                                 team_sizes=tuple(env["team_sizes"]), env_overrides=env["overrides"],
+                                 reward_fn=self._make_reward(), matchmaker=matchmaker)
+        _link(trainer, matchmaker)
+        self.live[player_id] = trainer.policy
+        snap = cfg.snapshot
+        return LeagueLearner(player_id, kind, trainer, matchmaker,
+                             SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
+                             vs_kinds=tuple(snap.vs_kinds), reset_prob=reset_prob, generation=generation,
+                             seed=self.seed)
+
+    @property
+    def learners(self) -> list[LeagueLearner]:
+        return ([self.main] if self.main is not None else []) + self.exploiters
+
+    # ------------------------------------------------------------------ the loop
+
+    def after_update(self) -> dict[str, float]:
+        """After the main learner's update: its snapshot if due, then each exploiter's turn (one
+        rollout and update, snapshot, restart); returns the league metrics of this update."""
+        if self.main is None:
+            raise RuntimeError("LeagueRun.after_update() before attach()")
+        self.updates += 1
+        self._refresh_matchmaking()
+        self._sync_live()
+        self._maybe_snapshot(self.main)
+        extra: dict[str, float] = {}
+        for i, exploiter in enumerate(list(self.exploiters)):
+            trainer = exploiter.trainer
+            trainer.evaluate()
+            trainer.train()
+            metrics = trainer.mean_and_log()
+            self._sync_live()
+            extra.update(self._exploiter_metrics(exploiter, metrics))
+            index = self._maybe_snapshot(exploiter)
+            if index is not None and exploiter.restarts_after(index):
+                self.exploiters[i] = self._restart(exploiter)
+        return {**self.metrics(), **extra}
+
+    def _maybe_snapshot(self, learner: LeagueLearner) -> int | None:
+        """Takes a snapshot when the learner's gate says so; returns its index among its snapshots."""
+        with self.timer.measure("snapshot"):
+            if not learner.snapshot_due(self.league):
+                return None
+            learner.snapshot(self.league, self.run_dir)
+            return len(self.league.pool.snapshots(parent=learner.player_id)) - 1
+
+    def _restart(self, old: LeagueLearner) -> LeagueLearner:
+        """A new generation of an exploiter with fresh weights (its own env batch and checkpoints)."""
+        logger.info("%s restarts from fresh weights at step %d", old.player_id, old.trainer.global_step)
+        old.trainer.close()
+        del self.live[old.player_id]
+        return self._exploiter(old.kind, old.generation + 1)
+
+    def _refresh_matchmaking(self) -> None:
+        for learner in self.learners:
+            refresh = getattr(learner.matchmaker.chooser, "refresh", None)
+            if callable(refresh):
+                refresh()
+
+    def _sync_live(self) -> None:
+        for learner in self.learners:
+            learner.matchmaker.cache.sync_live()
+
+    # ------------------------------------------------------------------ metrics and views
+
+    def metrics(self) -> dict[str, float]:
+        """``league/*`` scalars: size, ratings (mu - 3 sigma), opponent mix, time in league work."""
+        assert self.main is not None
+        with self.timer.measure("views"):
+            pool, ratings = self.league.pool, self.league.ratings
+            out: dict[str, float] = {
+                "league/size": float(len(pool)),
+                "league/matches": float(self.league.match_count),
+                "league/snapshots": float(len(pool.snapshots())),
+                "league/rating": ratings.conservative(self.learner_id),
+            }
+            latest = pool.latest_snapshot(parent=self.learner_id)
+            if latest is not None and latest.player_id in ratings:  # rated once it has played
+                out["league/snapshot_rating"] = ratings.conservative(latest.player_id)
+            for player_id, share in self.main.matchmaker.mix().items():
+                out[f"league/mix/{player_id}"] = share
+            if self._views_due():
+                for player in pool:
+                    out[f"league/rating/{player.player_id}"] = ratings.conservative(player.player_id)
+        out.update({f"league/time/{part}": seconds for part, seconds in self.timer.take().items()})
+        return out
+
+    def _exploiter_metrics(self, exploiter: LeagueLearner, metrics: dict[str, float]) -> dict[str, float]:
+        out = {f"{exploiter.kind}/{k}": float(metrics[k]) for k in EXPLOITER_KEYS if k in metrics}
+        out[f"{exploiter.kind}/generation"] = float(exploiter.generation)
+        out[f"{exploiter.kind}/rating"] = self.league.ratings.conservative(exploiter.player_id)
+        return out
+
+    def _views_due(self) -> bool:
+        return self.updates % self.config.log_interval == 0
+
+    def leaderboard(self) -> list[list[Any]]:
+        """Rows of ``LEADERBOARD_COLUMNS``, best conservative rating first."""
+        pool, payoff, lid = self.league.pool, self.league.payoff, self.learner_id
+        rows = []
+        for rank, entry in enumerate(self.league.ratings.leaderboard(pool.ids), start=1):
+            score = payoff.score(entry.player_id, lid) if entry.player_id != lid else None
+            rows.append([rank, entry.player_id, pool.get(entry.player_id).kind, entry.mu, entry.sigma,
+                         entry.conservative, score, payoff.games(entry.player_id, lid)])
+        return rows
+
+    def log_views(self, log: Any, step: int, *, force: bool = False) -> None:
+        """Leaderboard table and payoff heatmap (``league/leaderboard``, ``league/payoff``), every
+        ``log_interval`` updates, or now with ``force``."""
+        if not (force or self._views_due()) or self._logged_views_at == self.updates:
+            return
+        self._logged_views_at = self.updates
+        from arena.league.view import plot_payoff_heatmap
+
+        with self.timer.measure("views"):
+            rows = self.leaderboard()
+            log.log_table("league/leaderboard", list(LEADERBOARD_COLUMNS), rows, step)
+            path = self.run_dir / PAYOFF_IMAGE
+            path.parent.mkdir(parents=True, exist_ok=True)
+            image = plot_payoff_heatmap(self.league.payoff, [r[1] for r in rows], path)
+            log.log_image("league/payoff", image, step)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def save(self) -> None:
+        """Checkpoints of the exploiters (the main learner's trainer saves itself)."""
+        for exploiter in self.exploiters:
+            exploiter.trainer.save()
+
+    def close(self) -> None:
+        for exploiter in self.exploiters:
+            exploiter.trainer.close()
+        self.league.close()
+
+
+def _link(trainer: Any, matchmaker: LeagueMatchmaker) -> None:
+    """Gives the matchmaker the trainer's sample count and the finished matches' lengths."""
+    matchmaker.learner_step = lambda: int(trainer.global_step)
+    core = getattr(trainer.env, "_core", None)  # the env's output buffers, as the rollout reads them
+    if core is not None and hasattr(core, "episode_length"):
+        matchmaker.match_lengths = lambda envs: core.episode_length[envs]

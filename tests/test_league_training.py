@@ -1,0 +1,142 @@
+"""`python -m arena.train +league=...`: selfplay, pfsp and alphastar leagues run end to end on rpsw."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from arena.agents.policy import load_policy
+from arena.config import compose_run_config
+from arena.league import LEAGUE_DB, LeagueStore, sha256_file
+from arena.league.__main__ import main as league_cli
+from arena.league.config import league_config
+from arena.train import main
+
+FAST = [
+    "env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=32", "trainer.num_threads=1",
+    "trainer.torch_threads=1",
+]
+SCRIPTED_RPSW = {f"scripted:{bot}" for bot in ("random", "cycle", "biased", "constant", "counter")}
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def _store(run_dir: Path) -> LeagueStore:
+    return LeagueStore(run_dir / LEAGUE_DB, create=False)
+
+
+@pytest.fixture(scope="module")
+def selfplay_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run_dir = tmp_path_factory.mktemp("selfplay") / "run"
+    argv = [*FAST, "+league=selfplay", f"run_dir={run_dir}", "trainer.total_timesteps=6000",
+            "league.snapshot.every_steps=1500", "league.log_interval=2"]
+    assert main(argv) == 0
+    return run_dir
+
+
+def test_league_presets_compose_into_checked_league_configs():
+    for name, mix in (("selfplay", {"mirror": 0.35, "pfsp": 0.5, "scripted": 0.15}), ("pfsp", {"pfsp": 1.0}),
+                      ("alphastar", {"mirror": 0.35, "pfsp": 0.5, "scripted": 0.15})):
+        config = league_config(compose_run_config([f"+league={name}", "env=rpsw"]).league, "rpsw")
+        assert config.matchmaking.mix.as_dict() == mix
+        assert (config.main_exploiter is not None) == (name == "alphastar")
+    with pytest.raises(ValueError, match="league.matchmaking.mix has no 'pfps'.*pfsp"):
+        compose_run_config(["league=selfplay", "league.matchmaking.mix.pfps=1"])
+    with pytest.raises(ValueError, match="sum to 1"):
+        league_config(compose_run_config(["league=selfplay", "league.matchmaking.mix.mirror=0.9"]).league)
+
+
+def test_selfplay_league_records_players_snapshots_matches_and_ratings_in_the_store(selfplay_run):
+    with _store(selfplay_run) as store:
+        players = {p.player_id: p for p in store.players()}
+        matches = store.matches()
+        history = store.rating_history()
+    assert players["learner"].kind == "learner"
+    assert SCRIPTED_RPSW <= {p for p, player in players.items() if player.kind == "scripted"}
+    snapshots = [p for p in players.values() if p.kind == "snapshot"]
+    assert len(snapshots) >= 2 and snapshots[0].player_id == "learner:snap-000000"
+    for snap in snapshots:
+        path = selfplay_run / snap.path
+        assert path == selfplay_run / "league" / "snapshots" / f"{snap.player_id}.pt"
+        assert sha256_file(path) == snap.sha256 and snap.parent == "learner" and snap.step > 0
+        assert load_policy(path).spec["obs_dim"] > 0  # what arena.evaluate reads
+    assert len(matches) > 100 and all(m.team_a == ("learner",) for m in matches)
+    opponents = {m.team_b[0] for m in matches}
+    assert "learner" in opponents and opponents & SCRIPTED_RPSW
+    assert opponents & {s.player_id for s in snapshots}
+    assert all(m.length is not None and m.length > 0 and m.learner_step is not None for m in matches)
+    rated = {m.match_id for m in matches if m.team_b != ("learner",)}
+    assert history and {row.match_id for row in history} == rated  # mirror matches are not rated
+
+
+def test_selfplay_league_logs_ratings_mix_leaderboard_and_payoff_heatmap(selfplay_run):
+    lines = _metrics(selfplay_run)
+    last = lines[-1]
+    for key in ("league/size", "league/rating", "league/matches", "league/snapshots", "league/time/total"):
+        assert key in last, key
+    mix = {k: v for k, v in last.items() if k.startswith("league/mix/")}
+    assert mix and sum(mix.values()) == pytest.approx(1.0)
+    assert any(k.startswith("league/rating/learner:snap-") for line in lines for k in line)
+    tables = [json.loads(line) for line in (selfplay_run / "tables.jsonl").read_text().splitlines()]
+    board = [t for t in tables if t["name"] == "league/leaderboard"][-1]
+    assert board["columns"][:3] == ["rank", "player", "kind"] and len(board["rows"]) == last["league/size"]
+    images = [json.loads(line) for line in (selfplay_run / "images.jsonl").read_text().splitlines()]
+    assert any(i["name"] == "league/payoff" and Path(i["path"]).is_file() for i in images)
+
+
+def test_league_show_prints_the_leaderboard_of_a_training_run(selfplay_run, tmp_path, capsys):
+    assert league_cli(["show", str(selfplay_run), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "learner:snap-000000" in out and "scripted:random" in out
+    assert (tmp_path / "league_payoff.png").is_file() and (tmp_path / "league_ratings.png").is_file()
+
+
+def test_pfsp_league_plays_only_the_pool_and_snapshots_when_the_learner_beats_all_of_it(tmp_path):
+    run_dir = tmp_path / "run"
+    argv = [*FAST, "league=pfsp", f"run_dir={run_dir}", "trainer.total_timesteps=4000",
+            "league.snapshot.every_steps=null", "league.snapshot.beat_all_threshold=0.0",
+            "league.snapshot.min_games=2"]
+    assert main(argv) == 0
+    with _store(run_dir) as store:
+        matches = store.matches()
+        snapshots = [p for p in store.players() if p.kind == "snapshot"]
+    assert matches and all(m.team_b != ("learner",) for m in matches)  # no mirror play
+    assert snapshots, "beat-all against the bots must have frozen the learner"
+    assert {m.team_b[0] for m in matches} <= SCRIPTED_RPSW | {s.player_id for s in snapshots}
+
+
+def test_alphastar_league_trains_main_agent_and_both_exploiters_in_one_run(tmp_path):
+    run_dir = tmp_path / "run"
+    argv = [*FAST, "+league=alphastar", f"run_dir={run_dir}", "trainer.total_timesteps=4000",
+            "league.snapshot.every_steps=1000", "league.main_exploiter.num_envs=8",
+            "league.league_exploiter.num_envs=8", "league.main_exploiter.snapshot.every_steps=500",
+            "league.league_exploiter.snapshot.every_steps=500", "league.league_exploiter.reset_prob=0.0"]
+    assert main(argv) == 0
+    with _store(run_dir) as store:
+        players = {p.player_id: p for p in store.players()}
+        matches = store.matches()
+    learners = {"learner", "main_exploiter-0", "league_exploiter-0"}
+    assert learners <= set(players)
+    for learner in learners:
+        assert any(p.kind == "snapshot" and p.parent == learner for p in players.values()), learner
+        assert any(m.team_a == (learner,) for m in matches), learner
+    # the main exploiter plays the main learner (live) and restarts as a new generation at each snapshot
+    assert {m.team_b[0] for m in matches if m.team_a == ("main_exploiter-0",)} <= {"learner"}
+    assert players["main_exploiter-1"].kind == "main_exploiter"
+    assert (run_dir / "checkpoints" / "league_exploiter-0" / "trainer.pt").is_file()
+    last = _metrics(run_dir)[-1]
+    assert "main_exploiter/rating" in last and "league_exploiter/SPS" in last
+    with sqlite3.connect(run_dir / LEAGUE_DB) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_league_run_rejects_stages_that_set_opponents(tmp_path, capsys):
+    argv = [*FAST, "+league=selfplay", f"run_dir={tmp_path / 'r'}",
+            "+stages=[{steps: 100, opponents: {players: [mirror], weights: [1]}}]"]
+    assert main(argv) == 2
+    assert "league chooses them" in capsys.readouterr().err
