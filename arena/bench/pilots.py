@@ -8,7 +8,6 @@ alternate by env: the first player is team 0 in even envs and team 1 in odd ones
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ import numpy as np
 import arena
 from arena.agents.scripted import ScriptedAgent, make_scripted
 from arena.envs.outcomes import Outcome
+from arena.league import stats
 
 MAX_ENVS = 500
 
@@ -39,15 +39,12 @@ class MatchResults:
         return self.wins / self.games if self.games else 0.0
 
 
-def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (95% for the default z)."""
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of the win rate (draws count as not-wins): the league's statistic."""
     if trials == 0:
         return 0.0, 1.0
-    p = successes / trials
-    denom = 1.0 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denom
-    half = z / denom * math.sqrt(p * (1.0 - p) / trials + z * z / (4 * trials * trials))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    _, low, high = stats.wilson_interval(successes, 0, trials - successes, confidence)
+    return max(0.0, low), min(1.0, high)
 
 
 def play_matches(
