@@ -101,7 +101,7 @@ class Ratings:
         yourself carries no information about your skill (rate mirror self-play matches not at all).
         """
         result = parse_outcome(outcome)
-        a, b = _team(team_a, "team_a"), _team(team_b, "team_b")
+        a, b = check_team(team_a, "team_a"), check_team(team_b, "team_b")
         both = sorted(set(a) & set(b))
         if both:
             raise ValueError(f"players {both} are on both teams; a player cannot be rated against itself")
@@ -133,8 +133,8 @@ class Ratings:
         Phi((sum mu_a - sum mu_b) / sqrt(n beta^2 + sum sigma^2)), n = players in both teams: the
         standard TrueSkill formula. It ignores draws (the draw margin), so P(a) + P(b) = 1.
         """
-        team_a = _team([a] if isinstance(a, str) else a, "a")
-        team_b = _team([b] if isinstance(b, str) else b, "b")
+        team_a = check_team([a] if isinstance(a, str) else a, "a")
+        team_b = check_team([b] if isinstance(b, str) else b, "b")
         ratings = [self._rating(p) for p in team_a + team_b]
         delta = sum(self._rating(p).mu for p in team_a) - sum(self._rating(p).mu for p in team_b)
         denom = math.sqrt(len(ratings) * self.env.beta**2 + sum(r.sigma**2 for r in ratings))
@@ -145,7 +145,8 @@ class Ratings:
         return rating if rating is not None else self.env.create_rating()
 
 
-def _team(team: Sequence[str], name: str) -> list[str]:
+def check_team(team: Sequence[str], name: str) -> list[str]:
+    """The team's player ids as a list, or a ``ValueError`` naming what is wrong."""
     if isinstance(team, str) or not isinstance(team, Sequence):
         raise ValueError(f"{name} {team!r} must be a list of player ids")
     players = list(team)

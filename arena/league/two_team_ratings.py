@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import trueskill
 
 from arena.league.outcome import DRAW, WIN, OutcomeLike, parse_outcome
-from arena.league.ratings import Ratings
+from arena.league.ratings import Ratings, check_team
 
 
 class TwoTeamRatings(Ratings):
@@ -38,7 +38,7 @@ class TwoTeamRatings(Ratings):
         self, team_a: Sequence[str], team_b: Sequence[str], outcome: OutcomeLike
     ) -> dict[str, tuple[float, float]]:
         result = parse_outcome(outcome)
-        a, b = _team(team_a, "team_a"), _team(team_b, "team_b")
+        a, b = check_team(team_a, "team_a"), check_team(team_b, "team_b")
         both = sorted(set(a) & set(b))
         if both:
             raise ValueError(f"players {both} are on both teams; a player cannot be rated against itself")
@@ -64,17 +64,3 @@ class TwoTeamRatings(Ratings):
             s2 = spread[p]
             out[p] = (mu + sign * (s2 / c) * v, math.sqrt(s2 * (1.0 - (s2 / c2) * w)))
         return out
-
-
-def _team(team: Sequence[str], name: str) -> list[str]:
-    if isinstance(team, str) or not isinstance(team, Sequence):
-        raise ValueError(f"{name} {team!r} must be a list of player ids")
-    players = list(team)
-    if not players:
-        raise ValueError(f"{name} is empty; a team needs at least one player")
-    if len(set(players)) != len(players):
-        raise ValueError(f"{name} {players} names a player more than once")
-    for p in players:
-        if not isinstance(p, str) or not p:
-            raise ValueError(f"{name} has a bad player id {p!r}; ids are non-empty strings")
-    return players
