@@ -51,6 +51,14 @@ class RandomPolicy:
         return self.rng.integers(0, self.nvec, size=(len(obs), len(self.nvec)), dtype=np.int32)
 
 
+def check_single_match(render_mode: str | None, make_kwargs: dict[str, Any]) -> None:
+    """The adapters wrap one match and draw nothing: refuse other render modes and num_envs."""
+    if render_mode is not None:
+        raise ValueError(f"render_mode={render_mode!r} is not supported: allowed None")
+    if make_kwargs.get("num_envs", 1) != 1:
+        raise ValueError(f"num_envs={make_kwargs['num_envs']!r} is not allowed: this env is one match, use 1")
+
+
 def noop_action(env: VectorEnv) -> np.ndarray:
     """The action given to rows nobody decides for (dead fighters, a dead agent's row)."""
     return np.array(MIDRANGE_NOOP if env.game == "midrange" else [0] * len(env.action_space.nvec), np.int32)
@@ -129,12 +137,7 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
         render_mode: str | None = None,
         **make_kwargs: Any,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is not supported: allowed None")
-        if make_kwargs.get("num_envs", 1) != 1:
-            raise ValueError(
-                f"num_envs={make_kwargs['num_envs']!r} is not allowed: this env is one match, use 1"
-            )
+        check_single_match(render_mode, make_kwargs)
         act = getattr(opponent, "act", opponent)  # a scripted agent, or any callable
         if opponent is not None and not callable(act):
             raise ValueError(

@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from arena.envs.gymnasium_env import noop_action, observation_space_for
+from arena.envs.gymnasium_env import check_single_match, noop_action, observation_space_for
 from arena.envs.midrange_obs import SELF
 from arena.envs.registry import make
 
@@ -47,12 +47,7 @@ class ArenaParallelEnv(ParallelEnv[AgentID, np.ndarray, np.ndarray]):
         render_mode: str | None = None,
         **make_kwargs: Any,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is not supported: allowed None")
-        if make_kwargs.get("num_envs", 1) != 1:
-            raise ValueError(
-                f"num_envs={make_kwargs['num_envs']!r} is not allowed: this env is one match, use 1"
-            )
+        check_single_match(render_mode, make_kwargs)
         self.render_mode = render_mode
         self.remove_dead = remove_dead
         self.vector_env = make(game, **{"num_threads": 1, **make_kwargs, "num_envs": 1})
