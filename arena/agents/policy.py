@@ -276,18 +276,27 @@ def policy_from_payload(payload: dict[str, Any], source: str = "<payload>") -> P
     return policy
 
 
+def read_torch_file(
+    path: str | os.PathLike[str], map_location: str | torch.device, *, what: str, error: type[Exception]
+) -> Any:
+    """``torch.load(..., weights_only=True)`` of a file the user chose: ``FileNotFoundError`` when it
+    is missing, ``error`` when it is damaged, both naming ``what`` and the path."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} not found: {path}")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many types for a damaged file
+        raise error(f"{what} {path} is corrupted or not a torch file: {exc}") from exc
+
+
 def load_policy(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> Policy:
     """A frozen policy (eval mode, no gradients) from a checkpoint or snapshot file.
 
     Raises ``FileNotFoundError`` or ``ValueError`` naming the path when it is missing or unreadable.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"policy file not found: {path}")
-    try:
-        payload = torch.load(path, map_location=device, weights_only=True)
-    except Exception as exc:  # torch raises many types for a damaged file
-        raise ValueError(f"policy file {path} is corrupted or not a torch file: {exc}") from exc
+    payload = read_torch_file(path, device, what="policy file", error=ValueError)
     policy = policy_from_payload(payload, source=f"policy file {path}").to(device)
     policy.eval()
     policy.requires_grad_(False)

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from arena.agents.policy import Policy
+from arena.agents.policy import Policy, read_torch_file
 
 CHECKPOINT_FORMAT = "arena-trainer-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -64,12 +64,7 @@ def _fsync_dir(directory: Path) -> None:
 def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Reads a trainer checkpoint; ``FileNotFoundError`` or ``CheckpointError`` name ``path``."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"checkpoint not found: {path}")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # torch raises many types for a damaged file
-        raise CheckpointError(f"checkpoint {path} is corrupted or not a torch file: {exc}") from exc
+    payload = read_torch_file(path, map_location, what="checkpoint", error=CheckpointError)
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} is not an arena trainer checkpoint (no format {CHECKPOINT_FORMAT!r})")
     missing = [k for k in REQUIRED_KEYS if k not in payload]
