@@ -6,6 +6,13 @@ seed-paired games against ``scripted:heuristic`` (sampling its actions, as in tr
 evaluation's own time is not counted as training time. At the end, ``--final-games`` games give the
 closing figure with its 95% interval. Extra ``key=value`` arguments are hydra overrides of the run
 config (the same as ``python -m arena.train``), e.g. ``trainer.num_envs=512 reward=shaped``.
+
+The default recipe kickstarts from the heuristic pilot (``trainer.kickstart_teacher``): a cross-entropy
+pull toward the teacher's actions on the learner's own observations, its weight falling linearly to 0
+over the first 30M samples, with the outcome (+1/-1) as the only reward (``trainer=kickstart``:
+configs/trainer/kickstart.yaml). From scratch, the outcome
+reward alone gives no signal here: a random policy loses every match to the heuristic, so every
+return is -1. Pass ``trainer.kickstart_teacher=null`` to see that.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ DEFAULTS = [
     "opponents.weights=[1.0]",
     "dashboard=false",
     "logger=none",
+    "trainer=kickstart",  # the recipe: configs/trainer/kickstart.yaml
 ]
 
 

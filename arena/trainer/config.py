@@ -56,6 +56,10 @@ class TrainerConfig:
     norm_adv: bool = True
     compile: bool = False  # torch.compile the policy's step and sequence paths
     overlap: bool = True  # double buffering: simulate half the envs while the policy acts on the other
+    # kickstarting: cross-entropy toward a scripted teacher's actions, weight annealed to 0
+    kickstart_teacher: str | None = None  # e.g. "scripted:heuristic"; None: off
+    kickstart_coef: float = 1.0  # weight of the teacher loss at step 0
+    kickstart_steps: int = 0  # learner samples over which the weight falls linearly to 0
     checkpoint_interval: int = 0  # samples between checkpoints; 0: only when save() is called
     checkpoint_dir: str = "checkpoints"
 
@@ -73,6 +77,18 @@ class TrainerConfig:
         _require_int(self, "minibatch_size", low=1)
         _require_int(self, "update_epochs", low=1)
         _require_int(self, "checkpoint_interval", low=0)
+        _require_int(self, "kickstart_steps", low=0)
+        _require_float(self, "kickstart_coef", low=0.0)
+        teacher = self.kickstart_teacher
+        if teacher is not None and (not isinstance(teacher, str) or not teacher.startswith("scripted:")):
+            raise ValueError(
+                f"kickstart_teacher={teacher!r} is not allowed: use a scripted bot 'scripted:<name>' or None"
+            )
+        if teacher is not None and self.kickstart_steps == 0:
+            raise ValueError(
+                f"kickstart_teacher={teacher!r} needs kickstart_steps > 0 (the steps over which its "
+                f"weight falls to 0)"
+            )
         if self.rollout_steps % self.bptt_horizon:
             raise ValueError(
                 f"rollout_steps={self.rollout_steps} must be a multiple of bptt_horizon={self.bptt_horizon}"

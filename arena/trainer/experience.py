@@ -34,6 +34,7 @@ class Minibatch:
     episode_starts: Tensor
     learner_mask: Tensor
     state: tuple[Tensor, Tensor]  # LSTM (h, c) at each segment's start, [segments, lstm_size]
+    teacher_actions: Tensor | None = None  # a kickstarting teacher's actions, when there is one
 
 
 class Experience:
@@ -106,15 +107,20 @@ class Experience:
         segment_ids: Tensor,
         segments_per_minibatch: int,
         rng: np.random.Generator,
+        teacher_actions: Tensor | None = None,
     ) -> Iterator[Minibatch]:
         """One pass over ``segment_ids`` in a random order, in minibatches of whole segments."""
         order = torch.from_numpy(rng.permutation(len(segment_ids))).to(segment_ids.device)
         shuffled = segment_ids[order]
         for begin in range(0, len(shuffled), segments_per_minibatch):
-            yield self.gather(shuffled[begin : begin + segments_per_minibatch], advantages, returns)
+            yield self.gather(shuffled[begin : begin + segments_per_minibatch], advantages, returns,
+                              teacher_actions)
 
-    def gather(self, ids: Tensor, advantages: Tensor, returns: Tensor) -> Minibatch:
-        """Segments ``ids`` of every field (and of ``advantages``/``returns``, shaped like the buffer)."""
+    def gather(
+        self, ids: Tensor, advantages: Tensor, returns: Tensor, teacher_actions: Tensor | None = None
+    ) -> Minibatch:
+        """Segments ``ids`` of every field (and of ``advantages``/``returns``/``teacher_actions``,
+        shaped like the buffer)."""
         block, row = ids // self.rows, ids % self.rows
 
         def pick(x: Tensor) -> Tensor:
@@ -130,6 +136,7 @@ class Experience:
             episode_starts=pick(self.episode_starts),
             learner_mask=pick(self.learner_mask),
             state=(self.state_h[block, row], self.state_c[block, row]),
+            teacher_actions=None if teacher_actions is None else pick(teacher_actions),
         )
 
     def row_major(self, x: Tensor) -> Tensor:

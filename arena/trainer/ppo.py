@@ -43,6 +43,7 @@ from arena.trainer.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, Chec
 from arena.trainer.checkpoint import load_checkpoint as read_checkpoint
 from arena.trainer.config import PolicyConfig, TrainerConfig, config_from_dict
 from arena.trainer.experience import Experience, Minibatch
+from arena.trainer.kickstart import Kickstart, KickstartSchedule
 from arena.trainer.opponents import Matchmaker, Opponents
 from arena.trainer.rollout import RewardFn, Rollout
 from arena.trainer.stats import RolloutStats
@@ -108,6 +109,13 @@ class PPOTrainer:
         self._sequence_fn = (
             torch.compile(self.policy.forward_sequence) if cfg.compile else self.policy.forward_sequence
         )
+        self.kickstart: Kickstart | None = None
+        if cfg.kickstart_teacher is not None:
+            self.kickstart = Kickstart(
+                KickstartSchedule(cfg.kickstart_teacher, cfg.kickstart_coef, cfg.kickstart_steps),
+                game, self.env.team_sizes, int(self.env.params.get("tracked_missiles", 0)),
+                self.env.obs_dim, tuple(int(n) for n in self.env.action_space.nvec), seed=cfg.seed,
+            )
         self.stats = RolloutStats()
         self.rollout = Rollout(
             self.env, self.policy, self.opponents, self.experience, self.stats, overlap=cfg.overlap,
@@ -159,6 +167,10 @@ class PPOTrainer:
                 exp.learner_mask.t(), exp.next_mask,
             ).t().contiguous()
             returns = advantages + exp.values
+        kick_coef = self.kickstart.coef_at(self._steps_before_batch) if self.kickstart else 0.0
+        teacher = None
+        if self.kickstart is not None and kick_coef > 0.0:
+            teacher = self.kickstart.labels(exp.obs, self.update)
         segments = exp.learner_segments()
         sums: dict[str, float] = defaultdict(float)
         minibatches = 0
@@ -168,8 +180,9 @@ class PPOTrainer:
         self.policy.train()
         per_minibatch = max(1, cfg.minibatch_size // cfg.bptt_horizon)
         for _ in range(cfg.update_epochs):
-            for mb in exp.minibatches(advantages, returns, segments, per_minibatch, self.shuffle_rng):
-                losses, error = self._update(mb, measure_replay=minibatches == 0)
+            for mb in exp.minibatches(advantages, returns, segments, per_minibatch, self.shuffle_rng,
+                                      teacher_actions=teacher):
+                losses, error = self._update(mb, measure_replay=minibatches == 0, kickstart_coef=kick_coef)
                 if minibatches == 0:
                     replay_error = error
                 for key, value in losses.items():
@@ -179,6 +192,8 @@ class PPOTrainer:
         out = {key: value / max(1, minibatches) for key, value in sums.items()}
         out["explained_variance"] = _explained_variance(exp.values, returns, exp.learner_mask)
         out["learning_rate"] = lr
+        if self.kickstart is not None:
+            out["kickstart_coef"] = kick_coef
         out["replay_logprob_error"] = replay_error
         self._losses = out
         self.stats.add_time("learn", time.perf_counter() - t0)
@@ -187,7 +202,9 @@ class PPOTrainer:
             self.save()
         return dict(out)
 
-    def _update(self, mb: Minibatch, measure_replay: bool) -> tuple[dict[str, float], float]:
+    def _update(
+        self, mb: Minibatch, measure_replay: bool, kickstart_coef: float = 0.0
+    ) -> tuple[dict[str, float], float]:
         cfg = self.config
         logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts)
         new_logprobs, entropy = self.policy.log_prob_and_entropy(logits, mb.actions)
@@ -213,6 +230,10 @@ class PPOTrainer:
         value_loss = 0.5 * masked_mean(value_error)
         entropy_mean = masked_mean(entropy)
         loss = policy_loss - cfg.ent_coef * entropy_mean + cfg.vf_coef * value_loss
+        kick_loss = None
+        if mb.teacher_actions is not None and kickstart_coef > 0.0:
+            kick_loss = masked_mean(-self.policy.log_prob(logits, mb.teacher_actions))
+            loss = loss + kickstart_coef * kick_loss
 
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -224,7 +245,10 @@ class PPOTrainer:
             clipfrac = masked_mean(((ratio - 1.0).abs() > cfg.clip_coef).to(values.dtype))
             error = float((log_ratio.abs() * weight).max()) if measure_replay else float("nan")
         stats = torch.stack([policy_loss, value_loss, entropy_mean, approx_kl, clipfrac, loss]).tolist()
-        return dict(zip(LOSS_KEYS, stats, strict=True)), error
+        out = dict(zip(LOSS_KEYS, stats, strict=True))
+        if kick_loss is not None:
+            out["kickstart_loss"] = float(kick_loss.detach())
+        return out, error
 
     def mean_and_log(self) -> dict[str, float]:
         """Metrics since the previous call: SPS, episodes, outcomes per opponent, losses, time split."""

@@ -1,0 +1,85 @@
+"""Kickstarting: an auxiliary loss that pulls the learner toward a scripted teacher's actions early in
+training, annealed to zero (Schmitt et al. 2018, "Kickstarting Deep Reinforcement Learning"; AlphaStar
+started from imitation in the same spirit).
+
+The teacher labels the learner's own observations (on-policy distillation): at every update the
+teacher acts on every stored observation of the rollout, and the loss is the cross-entropy of the
+learner's action distribution against the teacher's action, summed over the action dimensions and
+averaged over learner steps. Its weight falls linearly from ``coef`` at step 0 to 0 at ``steps``
+learner samples; past that the teacher is not consulted at all, so what the learner keeps is only
+what the reward says is worth keeping.
+
+Teachers are scripted bots (stateless: they read only the observation, so the stored observations
+are all they need). A teacher that draws random actions is seeded from the update number, so a
+resumed run labels exactly as the uninterrupted one did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from arena.agents.scripted import PREFIX, ScriptedAgent, make_scripted
+
+
+@dataclass(frozen=True)
+class KickstartSchedule:
+    """The teacher (``scripted:<bot>``), the loss weight at step 0 and the step where it reaches 0."""
+
+    teacher: str
+    coef: float
+    steps: int
+
+    def coef_at(self, global_step: int) -> float:
+        if self.steps <= 0:
+            return 0.0
+        return self.coef * max(0.0, 1.0 - global_step / self.steps)
+
+
+class Kickstart:
+    """Labels observations with a scripted teacher's actions and scores the learner against them."""
+
+    def __init__(
+        self,
+        schedule: KickstartSchedule,
+        game: str,
+        team_sizes: tuple[int, int],
+        tracked_missiles: int,
+        obs_dim: int,
+        action_nvec: tuple[int, ...],
+        seed: int = 0,
+    ) -> None:
+        if not schedule.teacher.startswith(PREFIX):
+            raise ValueError(
+                f"kickstart_teacher={schedule.teacher!r} is not allowed: the teacher must be a scripted "
+                f"bot named 'scripted:<name>' (a stateless teacher that needs only the observation)"
+            )
+        self.schedule = schedule
+        self.game, self.team_sizes, self.tracked_missiles = game, tuple(team_sizes), int(tracked_missiles)
+        self.seed = int(seed)
+        teacher = self._teacher(0)  # checks the name against the game now, not at the first update
+        if teacher.obs_dim != obs_dim or tuple(teacher.action_nvec) != tuple(action_nvec):
+            raise ValueError(
+                f"kickstart_teacher={schedule.teacher!r} does not fit this env: it reads obs_dim "
+                f"{teacher.obs_dim} and acts in {list(teacher.action_nvec)}, the env has obs_dim {obs_dim} "
+                f"and actions {list(action_nvec)}"
+            )
+
+    def _teacher(self, update: int) -> ScriptedAgent:
+        return make_scripted(
+            self.schedule.teacher, self.game, team_sizes=self.team_sizes,
+            tracked_missiles=self.tracked_missiles, seed=self.seed * 1_000_003 + update,
+        )
+
+    def coef_at(self, global_step: int) -> float:
+        return self.schedule.coef_at(global_step)
+
+    def labels(self, obs: Tensor, update: int) -> Tensor:
+        """The teacher's actions for every stored observation: ``[..., obs_dim] -> [..., dims]`` int64."""
+        flat = obs.reshape(-1, obs.shape[-1]).detach().cpu().numpy()
+        actions = self._teacher(update).act(np.ascontiguousarray(flat, dtype=np.float32))
+        return torch.from_numpy(actions.astype(np.int64)).reshape(*obs.shape[:-1], -1).to(obs.device)
+
