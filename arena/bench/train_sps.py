@@ -4,6 +4,11 @@ overlap (double buffering), and where the time goes.
 ``python -m arena.bench train [--num-envs 2048] [--updates 5] [--mode both]``. SPS counts learner agent
 steps (in mirror play every row) per second of wall time, collection and PPO update together. Each
 figure is the median over the measured updates, after warm-up updates that are not counted.
+
+The anchors of the issue were measured on this machine type on another day: PufferLib 3.0's trainer
+~40k SPS, and a bare torch forward+backward+Adam of such a policy ~105k samples/s. This VM's speed
+swings up to 2x from day to day, so the same run also times that bare torch loop and scales the
+PufferLib anchor by it: the ratio printed last compares like with like.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from arena.trainer.opponents import FixedMix
 from arena.trainer.ppo import PPOTrainer
 
 PARTS = ("sim", "inference", "learn", "other")
+PUFFERLIB_SPS_ANCHOR = 40_000.0  # PufferLib 3.0 trainer on CPU, default ~150k LSTM policy
+BARE_TORCH_ANCHOR = 105_000.0  # bare forward+backward+Adam samples/s, measured with the PufferLib anchor
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -76,6 +83,37 @@ def measure(args: argparse.Namespace, overlap: bool) -> dict[str, float]:
         trainer.close()
 
 
+def bare_torch_rate(args: argparse.Namespace, repeats: int = 5) -> float:
+    """Samples/s of a bare forward+backward+Adam step of the same policy on one minibatch of
+    segments (no env, no PPO bookkeeping): the machine's speed for this work today."""
+    import torch
+
+    from arena.agents.policy import Policy
+    from arena.envs.midrange_obs import MidrangeObsLayout
+
+    torch.set_num_threads(args.torch_threads or available_cores())
+    torch.manual_seed(args.seed)
+    policy = Policy(MidrangeObsLayout().obs_dim, [5, 3, 2])
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-4)
+    segments = max(1, args.minibatch_size // args.bptt_horizon)
+    obs = torch.randn(segments, args.bptt_horizon, policy.obs_dim)
+    starts = torch.zeros(segments, args.bptt_horizon, dtype=torch.bool)
+    state = policy.initial_state(segments)
+    actions = torch.zeros(segments, args.bptt_horizon, 3, dtype=torch.int64)
+    rates = []
+    for i in range(repeats + 1):
+        t0 = time.perf_counter()
+        logits, values = policy.forward_sequence(obs, state, starts)
+        logp, entropy = policy.log_prob_and_entropy(logits, actions)
+        loss = -(logp.mean() + 0.01 * entropy.mean()) + (values**2).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if i:  # the first step warms up
+            rates.append(segments * args.bptt_horizon / (time.perf_counter() - t0))
+    return statistics.median(rates)
+
+
 def main(argv: list[str]) -> int:
     args = parse(argv)
     modes = {"both": (True, False), "overlap": (True,), "sequential": (False,)}[args.mode]
@@ -85,8 +123,10 @@ def main(argv: list[str]) -> int:
         f"bptt_horizon {args.bptt_horizon}, minibatch {args.minibatch_size}, {args.update_epochs} epoch(s), "
         f"torch threads {args.torch_threads or cores}, sim threads {args.sim_threads or cores}, {cores} cores"
     )
+    r_first: dict[str, float] = {}
     for overlap in modes:
         r = measure(args, overlap)
+        r_first = r_first or r
         name = "overlap   " if overlap else "sequential"
         split = "  ".join(f"{part} {100 * r[f'share/{part}']:4.1f}%" for part in PARTS)
         print(
@@ -94,4 +134,13 @@ def main(argv: list[str]) -> int:
             f"collect {r['collect_SPS']:9,.0f}/s  learn {r['learn_SPS']:9,.0f}/s  |  {split}"
         )
     print(f"policy parameters: {int(r['params']):,}; batch {int(r['batch']):,} samples per update")
+    bare = bare_torch_rate(args)
+    scaled = PUFFERLIB_SPS_ANCHOR * bare / BARE_TORCH_ANCHOR
+    print(
+        f"bare torch forward+backward+Adam today: {bare:,.0f} samples/s "
+        f"(anchor day: {BARE_TORCH_ANCHOR:,.0f})\n"
+        f"arena / PufferLib anchor: {r_first['SPS'] / PUFFERLIB_SPS_ANCHOR:.2f}x as measured; "
+        f"{r_first['SPS'] / scaled:.2f}x against the anchor scaled by today's bare torch speed "
+        f"({scaled:,.0f} SPS; an estimate) (goal 1.5x)"
+    )
     return 0
