@@ -89,17 +89,18 @@ def bare_torch_rate(args: argparse.Namespace, repeats: int = 5) -> float:
     import torch
 
     from arena.agents.policy import Policy
+    from arena.agents.scripted_midrange import ACTION_NVEC
     from arena.envs.midrange_obs import MidrangeObsLayout
 
     torch.set_num_threads(args.torch_threads or available_cores())
     torch.manual_seed(args.seed)
-    policy = Policy(MidrangeObsLayout().obs_dim, [5, 3, 2])
+    policy = Policy(MidrangeObsLayout().obs_dim, ACTION_NVEC)
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-4)
     segments = max(1, args.minibatch_size // args.bptt_horizon)
     obs = torch.randn(segments, args.bptt_horizon, policy.obs_dim)
     starts = torch.zeros(segments, args.bptt_horizon, dtype=torch.bool)
     state = policy.initial_state(segments)
-    actions = torch.zeros(segments, args.bptt_horizon, 3, dtype=torch.int64)
+    actions = torch.zeros(segments, args.bptt_horizon, len(ACTION_NVEC), dtype=torch.int64)
     rates = []
     for i in range(repeats + 1):
         t0 = time.perf_counter()

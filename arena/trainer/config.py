@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from arena.agents.scripted import PREFIX as SCRIPTED_PREFIX
+
 
 def available_cores() -> int:
     try:
@@ -80,7 +82,7 @@ class TrainerConfig:
         _require_int(self, "kickstart_steps", low=0)
         _require_float(self, "kickstart_coef", low=0.0)
         teacher = self.kickstart_teacher
-        if teacher is not None and (not isinstance(teacher, str) or not teacher.startswith("scripted:")):
+        if teacher is not None and (not isinstance(teacher, str) or not teacher.startswith(SCRIPTED_PREFIX)):
             raise ValueError(
                 f"kickstart_teacher={teacher!r} is not allowed: use a scripted bot 'scripted:<name>' or None"
             )

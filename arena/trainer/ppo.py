@@ -113,8 +113,7 @@ class PPOTrainer:
         if cfg.kickstart_teacher is not None:
             self.kickstart = Kickstart(
                 KickstartSchedule(cfg.kickstart_teacher, cfg.kickstart_coef, cfg.kickstart_steps),
-                game, self.env.team_sizes, int(self.env.params.get("tracked_missiles", 0)),
-                self.env.obs_dim, tuple(int(n) for n in self.env.action_space.nvec), seed=cfg.seed,
+                game, self.env.team_sizes, int(self.env.params.get("tracked_missiles", 0)), seed=cfg.seed,
             )
         self.stats = RolloutStats()
         self.rollout = Rollout(
@@ -168,9 +167,7 @@ class PPOTrainer:
             ).t().contiguous()
             returns = advantages + exp.values
         kick_coef = self.kickstart.coef_at(self._steps_before_batch) if self.kickstart else 0.0
-        teacher = None
-        if self.kickstart is not None and kick_coef > 0.0:
-            teacher = self.kickstart.labels(exp.obs, self.update)
+        teacher = self.kickstart.labels(exp.obs, self.update) if self.kickstart and kick_coef > 0.0 else None
         segments = exp.learner_segments()
         sums: dict[str, float] = defaultdict(float)
         minibatches = 0
