@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "games.h"
+#include "midrange_lanes.h"
 #include "thread_pool.h"
 
 #ifdef ARENA_WITH_CUDA
@@ -16,14 +17,35 @@
 
 namespace arena {
 
+// Games that can step several envs at once on SIMD lanes say how many (width) and how.
+template <class G>
+struct LaneStepper {
+  static constexpr int width = 1;
+};
+
+#if defined(ARENA_HAVE_LANES)
+template <>
+struct LaneStepper<MidrangeGame> {
+  static constexpr int width = midrange::LANES;
+  template <class OutOf>
+  static void step(const MidrangeGame::Ctx& c, MidrangeGame::State* states, int n, const int32_t* actions,
+                   OutOf out) {
+    midrange::step_lanes(c.p, c.d, states, n, actions, out);
+  }
+};
+#endif
+
 template <class G>
 class Batched {
  public:
   using Ctx = typename G::Ctx;
   using State = typename G::State;
 
-  Batched(const Ctx& ctx, int num_envs, int num_threads, const std::string& device)
-      : ctx_(ctx), num_envs_(num_envs), states_(num_envs), pool_(num_threads) {
+  // simd: step groups of envs on SIMD lanes where the game and the build allow it (the
+  // results are the same bits either way; false keeps one env per call, as on CUDA).
+  Batched(const Ctx& ctx, int num_envs, int num_threads, const std::string& device, bool simd = true)
+      : ctx_(ctx), num_envs_(num_envs), states_(num_envs), pool_(num_threads),
+        lanes_(simd ? LaneStepper<G>::width : 1) {
     if (device == "cuda") {
 #ifdef ARENA_WITH_CUDA
       cuda_ = std::make_unique<CudaBatch<G>>(ctx, num_envs);
@@ -51,6 +73,8 @@ class Batched {
   int agents() const { return G::agents(ctx_); }
   int obs_dim() const { return G::obs_dim(ctx_); }
   int num_threads() const { return pool_.size(); }
+  // Envs stepped per call on the CPU: the SIMD width, or 1.
+  int lanes() const { return on_cuda() ? 1 : lanes_; }
   bool on_cuda() const {
 #ifdef ARENA_WITH_CUDA
     return cuda_ != nullptr;
@@ -80,6 +104,20 @@ class Batched {
     }
 #endif
     const int agents_ = agents(), dim = obs_dim();
+    if constexpr (LaneStepper<G>::width > 1) {
+      if (lanes_ > 1) {
+        // Groups of lanes_ consecutive envs; which thread takes a group changes no result.
+        const int groups = (end - begin + lanes_ - 1) / lanes_;
+        pool_.parallel_for(0, groups, [&](int g) {
+          const int first = begin + g * lanes_;
+          const int n = end - first < lanes_ ? end - first : lanes_;
+          LaneStepper<G>::step(ctx_, &states_[first],  n,
+                               actions + static_cast<long>(first) * agents_ * G::action_dims,
+                               [&](int l) { return env_slice(out, first + l, agents_, dim, G::num_events); });
+        });
+        return;
+      }
+    }
     pool_.parallel_for(begin, end, [&](int e) {
       G::step(ctx_, states_[e], actions + static_cast<long>(e) * agents_ * G::action_dims,
               env_slice(out, e, agents_, dim, G::num_events));
@@ -125,6 +163,7 @@ class Batched {
   int num_envs_;
   std::vector<State> states_;
   ThreadPool pool_;
+  int lanes_;
 #ifdef ARENA_WITH_CUDA
   std::unique_ptr<CudaBatch<G>> cuda_;
 #endif

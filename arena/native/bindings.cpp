@@ -31,8 +31,8 @@ py::array_t<T> zeros(std::vector<py::ssize_t> shape) {
 template <class G>
 class PyBatch {
  public:
-  PyBatch(const typename G::Params& p, int num_envs, int num_threads, const std::string& device)
-      : batch_(G::make_ctx(p), num_envs, num_threads, device) {
+  PyBatch(const typename G::Params& p, int num_envs, int num_threads, const std::string& device, bool simd)
+      : batch_(G::make_ctx(p), num_envs, num_threads, device, simd) {
     const py::ssize_t rows = static_cast<py::ssize_t>(num_envs) * batch_.agents();
     const py::ssize_t dim = batch_.obs_dim();
     obs = zeros<float>({rows, dim});
@@ -113,8 +113,10 @@ template <class G>
 py::class_<PyBatch<G>> bind_batch(py::module_& m, const char* name) {
   using B = PyBatch<G>;
   return py::class_<B>(m, name, py::module_local())
-      .def(py::init<const typename G::Params&, int, int, const std::string&>(), py::arg("params"),
-           py::arg("num_envs"), py::arg("num_threads"), py::arg("device") = "cpu")
+      .def(py::init<const typename G::Params&, int, int, const std::string&, bool>(), py::arg("params"),
+           py::arg("num_envs"), py::arg("num_threads"), py::arg("device") = "cpu", py::arg("simd") = true)
+      .def_property_readonly("lanes", [](B& b) { return b.batch_.lanes(); },
+                             "envs stepped per call on SIMD lanes (1: one env at a time)")
       .def("reset", &B::reset, py::arg("seed"))
       .def("reset_envs", &B::reset_envs, py::arg("seeds"))
       .def("step", &B::step, py::arg("actions"), py::arg("begin"), py::arg("end"))

@@ -70,4 +70,18 @@ struct EnvOut {
 
 ARENA_HD double clampd(double x, double lo, double hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
+// Scalar forms of the lane operations (simd.h has the vector forms). Step code written with
+// them runs one env per call here (CPU scalar path, CUDA kernel) and W envs per call on SIMD
+// lanes, with the same IEEE operations in the same order, so every path gives the same bits.
+ARENA_HD double vselect(bool m, double a, double b) { return m ? a : b; }
+ARENA_HD double vsqrt(double x) { return sqrt(x); }
+ARENA_HD double vabs(double x) { return fabs(x); }
+ARENA_HD double vclamp(double x, double lo, double hi) { return clampd(x, lo, hi); }
+
 }  // namespace arena
+
+// The vector forms, for the CPU lanes path (GCC and Clang vector extensions).
+#if !defined(__CUDACC__) && defined(__GNUC__)
+#define ARENA_HAVE_LANES 1
+#include "simd.h"
+#endif

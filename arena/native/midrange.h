@@ -60,6 +60,8 @@ struct Derived {
   // makes a 10 s burn last exactly 10 s / dt steps despite rounding in the sum.
   double burn_end_s, max_time_end_s;
   double f_inv_rmin, f_turn_cap, m_inv_rmin, m_turn_cap;
+  // reciprocals the observation multiplies by
+  double inv_fighter_vt, inv_missiles_per_fighter, inv_launch_cooldown, inv_max_steps, inv_missile_max_time;
   int max_steps, max_team, num_fighters;
 };
 
@@ -80,6 +82,11 @@ ARENA_HD Derived derive(const Params& p) {
   d.max_time_end_s = p.missile_max_time_s - 1e-6 * p.dt;
   d.max_steps_f = ceil(p.time_limit_s / p.dt - 1e-9);
   d.max_steps = static_cast<int>(d.max_steps_f);
+  d.inv_fighter_vt = 1.0 / p.fighter_vt;
+  d.inv_missiles_per_fighter = 1.0 / p.missiles_per_fighter;  // inf for 0 missiles: 0 * inf is NaN
+  d.inv_launch_cooldown = p.launch_cooldown_s > 0 ? 1.0 / p.launch_cooldown_s : 0.0;
+  d.inv_max_steps = 1.0 / d.max_steps_f;
+  d.inv_missile_max_time = 1.0 / p.missile_max_time_s;
   d.max_team = p.team_size[0] > p.team_size[1] ? p.team_size[0] : p.team_size[1];
   d.num_fighters = p.team_size[0] + p.team_size[1];
   return d;
@@ -151,38 +158,41 @@ ARENA_HD void reset(const Params& p, State& s) {
 
 // One semi-implicit Euler step of a point mass with the DESIGN.md aerodynamics.
 // u is the turn command in [-1, 1] (positive turns left). The g limit caps the control itself:
-// |u_eff| <= max_g g Rmin / v^2, written here as |u| v^2 <= turn_cap (turn_cap = max_g g Rmin) so
-// that the division happens only when the cap binds. inv_rmin = 1 / Rmin.
-ARENA_HD void integrate(double& x, double& y, double& vx, double& vy, double u, double thrust,
-                        double cd0, double k, double inv_rmin, double turn_cap, double dt) {
-  const double v2 = vx * vx + vy * vy;
-  double ax = 0.0, ay = 0.0;
-  if (v2 > 1e-18) {
-    const double inv_v = 1.0 / sqrt(v2);
-    double ue = u;
-    if (fabs(u) * v2 > turn_cap) ue = u > 0.0 ? turn_cap / v2 : -turn_cap / v2;
-    const double cl = fabs(ue) * inv_rmin;
-    const double a_par = thrust - (cd0 + k * cl * cl) * v2;
-    const double a_perp = v2 * ue * inv_rmin;
-    const double hx = vx * inv_v, hy = vy * inv_v;
-    ax = a_par * hx - a_perp * hy;
-    ay = a_par * hy + a_perp * hx;
-  }
+// |u_eff| <= max_g g Rmin / v^2, written here as |u| v^2 <= turn_cap (turn_cap = max_g g Rmin).
+// inv_rmin = 1 / Rmin. Branch-free, so that R may be a double (one env) or a vector of lanes
+// (simd.h); a body at rest (v^2 <= 1e-18) feels no force.
+template <class R>
+ARENA_HD void integrate(R& x, R& y, R& vx, R& vy, R u, R thrust, double cd0, double k, double inv_rmin,
+                        double turn_cap, double dt) {
+  const R v2 = vx * vx + vy * vy;
+  const auto moving = v2 > 1e-18;
+  const R v2s = vselect(moving, v2, 1.0);  // keeps 1/sqrt finite at rest
+  const R inv_v = 1.0 / vsqrt(v2s);
+  const R capped = vselect(u > 0.0, turn_cap / v2s, -turn_cap / v2s);
+  const R ue = vselect(vabs(u) * v2 > turn_cap, capped, u);
+  const R cl = vabs(ue) * inv_rmin;
+  const R a_par = thrust - (cd0 + k * cl * cl) * v2;
+  const R a_perp = v2 * ue * inv_rmin;
+  const R hx = vx * inv_v, hy = vy * inv_v;
+  const R ax = vselect(moving, a_par * hx - a_perp * hy, 0.0);
+  const R ay = vselect(moving, a_par * hy + a_perp * hx, 0.0);
   vx += ax * dt;
   vy += ay * dt;
   x += vx * dt;
   y += vy * dt;
 }
 
-// Proportional navigation: u = clamp(N * lambda_dot), with the line-of-sight rate
-// lambda_dot = (r x v_rel) / |r|^2 computed analytically.
-ARENA_HD double pn_command(const Missile& m, const Fighter& t, double nav_gain) {
-  const double rx = t.x - m.x, ry = t.y - m.y;
-  const double wx = t.vx - m.vx, wy = t.vy - m.vy;
-  const double r2 = rx * rx + ry * ry;
-  if (r2 < 1e-9) return 0.0;
-  const double lambda_dot = (rx * wy - ry * wx) / r2;
-  return clampd(nav_gain * lambda_dot, -1.0, 1.0);
+// Proportional navigation of a missile at (mx, my, mvx, mvy) on a target at (tx, ty, tvx, tvy):
+// u = clamp(N * lambda_dot), with the line-of-sight rate lambda_dot = (r x v_rel) / |r|^2
+// computed analytically; 0 when the two coincide.
+template <class R>
+ARENA_HD R pn_command(R mx, R my, R mvx, R mvy, R tx, R ty, R tvx, R tvy, double nav_gain) {
+  const R rx = tx - mx, ry = ty - my;
+  const R wx = tvx - mvx, wy = tvy - mvy;
+  const R r2 = rx * rx + ry * ry;
+  const auto apart = r2 >= 1e-9;
+  const R lambda_dot = (rx * wy - ry * wx) / vselect(apart, r2, 1.0);
+  return vselect(apart, vclamp(nav_gain * lambda_dot, -1.0, 1.0), 0.0);
 }
 
 // Closest approach of two straight segments travelled in the same time interval.
@@ -200,10 +210,10 @@ ARENA_HD double swept_distance2(double ax0, double ay0, double ax1, double ay1, 
 // Cheap exact reject before the swept test: the closest approach within the step is at least
 // |d1| - |e| (d1 the separation at the end, e the relative displacement), and
 // (R + |e|)^2 <= 2 (R^2 + |e|^2), so |d1|^2 > 2 (R^2 + |e|^2) rules a hit out.
-ARENA_HD bool may_pass_within(double ax0, double ay0, double ax1, double ay1, double bx0, double by0,
-                              double bx1, double by1, double r2) {
-  const double ex = (ax1 - ax0) - (bx1 - bx0), ey = (ay1 - ay0) - (by1 - by0);
-  const double dx = ax1 - bx1, dy = ay1 - by1;
+template <class R>
+ARENA_HD auto may_pass_within(R ax0, R ay0, R ax1, R ay1, R bx0, R by0, R bx1, R by1, double r2) {
+  const R ex = (ax1 - ax0) - (bx1 - bx0), ey = (ay1 - ay0) - (by1 - by0);
+  const R dx = ax1 - bx1, dy = ay1 - by1;
   return dx * dx + dy * dy <= 2.0 * (r2 + ex * ex + ey * ey);
 }
 
@@ -245,6 +255,33 @@ ARENA_HD bool try_launch(const Params& p, const Derived& d, State& s, int i) {
   return true;
 }
 
+// Whether the match is over after a physics step, and why (DESIGN.md "Episode end").
+// alive_team: fighters alive per team; any_ammo: an alive fighter has missiles left.
+ARENA_HD int8_t match_outcome(const Derived& d, const int* alive_team, bool any_ammo, bool any_missile,
+                              int steps, int8_t* end_reason) {
+  if (alive_team[0] == 0 && alive_team[1] == 0) {
+    *end_reason = END_MUTUAL;
+    return OUTCOME_DRAW;
+  }
+  if (alive_team[0] == 0) {
+    *end_reason = END_ELIMINATION;
+    return OUTCOME_TEAM1;
+  }
+  if (alive_team[1] == 0) {
+    *end_reason = END_ELIMINATION;
+    return OUTCOME_TEAM0;
+  }
+  if (!any_ammo && !any_missile) {
+    *end_reason = END_NO_MISSILES;
+    return OUTCOME_DRAW;
+  }
+  if (steps >= d.max_steps) {
+    *end_reason = END_TIME_LIMIT;
+    return OUTCOME_DRAW;
+  }
+  return OUTCOME_NONE;
+}
+
 // One physics step of the whole env. Returns the outcome if the match ended.
 ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const double* rudder,
                              const double* throttle, int32_t* events, int8_t* end_reason) {
@@ -257,7 +294,8 @@ ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const 
   // Guidance from the state at the start of the step.
   for (int k = 0; k < nm; ++k) {
     const Missile& m = s.m[k];
-    u_m[k] = m.active ? pn_command(m, s.f[m.target], p.nav_gain) : 0.0;
+    const Fighter& t = s.f[m.active ? m.target : 0];
+    u_m[k] = m.active ? pn_command(m.x, m.y, m.vx, m.vy, t.x, t.y, t.vx, t.vy, p.nav_gain) : 0.0;
   }
   for (int i = 0; i < nf; ++i) {
     Fighter& f = s.f[i];
@@ -322,50 +360,41 @@ ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const 
     alive_team[team_of(p, i)] += 1;
     any_ammo = any_ammo || s.f[i].missiles_left > 0;
   }
-  if (alive_team[0] == 0 && alive_team[1] == 0) {
-    *end_reason = END_MUTUAL;
-    return OUTCOME_DRAW;
-  }
-  if (alive_team[0] == 0) {
-    *end_reason = END_ELIMINATION;
-    return OUTCOME_TEAM1;
-  }
-  if (alive_team[1] == 0) {
-    *end_reason = END_ELIMINATION;
-    return OUTCOME_TEAM0;
-  }
-  if (!any_ammo && !any_missile) {
-    *end_reason = END_NO_MISSILES;
-    return OUTCOME_DRAW;
-  }
-  if (s.steps >= d.max_steps) {
-    *end_reason = END_TIME_LIMIT;
-    return OUTCOME_DRAW;
-  }
-  return OUTCOME_NONE;
+  return match_outcome(d, alive_team, any_ammo, any_missile, s.steps, end_reason);
 }
 
 // ---------------------------------------------------------------- observation
 
-// Bearing of vector (rx, ry) seen from heading (hx, hy): sin positive to the left.
-ARENA_HD void bearing(double hx, double hy, double rx, double ry, double r, float* out) {
+// Observations divide by a few lengths per feature; each length is inverted once (inv_*) and
+// the scales below are multiplied in, so a row costs few divisions. The NumPy reference
+// computes the same products.
+constexpr double INV_RANGE_SCALE = 1.0 / RANGE_SCALE;
+constexpr double INV_SPEED_SCALE = 1.0 / SPEED_SCALE;
+
+// 1 / r, or 0 for r below the 1e-9 m that counts as "same point".
+ARENA_HD double inverse_length(double r) { return r < 1e-9 ? 0.0 : 1.0 / r; }
+
+// Bearing of vector (rx, ry), of length r (inv_r = inverse_length(r)), seen from heading (hx, hy):
+// sin positive to the left.
+ARENA_HD void bearing(double hx, double hy, double rx, double ry, double r, double inv_r, float* out) {
   if (r < 1e-9) {
     out[0] = 0.0f;
     out[1] = 1.0f;
     return;
   }
-  out[0] = static_cast<float>((hx * ry - hy * rx) / r);
-  out[1] = static_cast<float>((hx * rx + hy * ry) / r);
+  out[0] = static_cast<float>((hx * ry - hy * rx) * inv_r);
+  out[1] = static_cast<float>((hx * rx + hy * ry) * inv_r);
 }
 
-ARENA_HD void unit_heading(double vx, double vy, double& hx, double& hy) {
-  const double v = sqrt(vx * vx + vy * vy);
+// Unit vector of (vx, vy) of length v, or (1, 0) for a mass at rest.
+ARENA_HD void unit_heading(double vx, double vy, double v, double& hx, double& hy) {
   if (v < 1e-9) {
     hx = 1.0;
     hy = 0.0;
   } else {
-    hx = vx / v;
-    hy = vy / v;
+    const double inv_v = 1.0 / v;
+    hx = vx * inv_v;
+    hy = vy * inv_v;
   }
 }
 
@@ -385,55 +414,61 @@ ARENA_HD void sort_by_key(double* key, int* idx, int n) {
   }
 }
 
-ARENA_HD void write_fighter(const Fighter& me, double hx, double hy, const Fighter& o,
-                            const Params& p, float* out) {
+ARENA_HD void write_fighter(const Fighter& me, double hx, double hy, const Fighter& o, const Derived& d,
+                            float* out) {
   out[0] = 1.0f;
   out[1] = o.alive ? 1.0f : 0.0f;
   if (!o.alive) return;  // the rest stays zero
   const double rx = o.x - me.x, ry = o.y - me.y;
   const double r = sqrt(rx * rx + ry * ry);
-  out[2] = static_cast<float>(r / RANGE_SCALE);
-  bearing(hx, hy, rx, ry, r, out + 3);
+  const double inv_r = inverse_length(r);
+  out[2] = static_cast<float>(r * INV_RANGE_SCALE);
+  bearing(hx, hy, rx, ry, r, inv_r, out + 3);
+  const double ov = sqrt(o.vx * o.vx + o.vy * o.vy);
   double ohx, ohy;
-  unit_heading(o.vx, o.vy, ohx, ohy);
-  bearing(ohx, ohy, -rx, -ry, r, out + 5);  // aspect: where I am as seen from its nose
-  const double closing = r > 1e-9 ? -(rx * (o.vx - me.vx) + ry * (o.vy - me.vy)) / r : 0.0;
-  out[7] = static_cast<float>(closing / SPEED_SCALE);
-  out[8] = static_cast<float>(sqrt(o.vx * o.vx + o.vy * o.vy) / p.fighter_vt);
+  unit_heading(o.vx, o.vy, ov, ohx, ohy);
+  bearing(ohx, ohy, -rx, -ry, r, inv_r, out + 5);  // aspect: where I am as seen from its nose
+  const double closing = r > 1e-9 ? -(rx * (o.vx - me.vx) + ry * (o.vy - me.vy)) * inv_r : 0.0;
+  out[7] = static_cast<float>(closing * INV_SPEED_SCALE);
+  out[8] = static_cast<float>(ov * d.inv_fighter_vt);
 }
 
 // Missile features: present, range, bearing sin/cos (from me), speed, closing speed, tof.
 // `ref` is the fighter the range and closing speed are measured to.
-ARENA_HD void write_missile(const Fighter& me, double hx, double hy, const Missile& m,
-                            const Fighter& ref, const Params& p, float* out) {
+ARENA_HD void write_missile(const Fighter& me, double hx, double hy, const Missile& m, const Fighter& ref,
+                            const Derived& d, float* out) {
   out[0] = 1.0f;
   const double rx = ref.x - m.x, ry = ref.y - m.y;
   const double r = sqrt(rx * rx + ry * ry);
-  out[1] = static_cast<float>(r / RANGE_SCALE);
+  const double inv_r = inverse_length(r);
+  out[1] = static_cast<float>(r * INV_RANGE_SCALE);
   const double bx = m.x - me.x, by = m.y - me.y;
-  bearing(hx, hy, bx, by, sqrt(bx * bx + by * by), out + 2);
-  out[4] = static_cast<float>(sqrt(m.vx * m.vx + m.vy * m.vy) / SPEED_SCALE);
-  const double closing = r > 1e-9 ? (rx * (m.vx - ref.vx) + ry * (m.vy - ref.vy)) / r : 0.0;
-  out[5] = static_cast<float>(closing / SPEED_SCALE);
-  out[6] = static_cast<float>(m.tof / p.missile_max_time_s);
+  const double b = sqrt(bx * bx + by * by);
+  bearing(hx, hy, bx, by, b, &ref == &me ? inv_r : inverse_length(b), out + 2);
+  out[4] = static_cast<float>(sqrt(m.vx * m.vx + m.vy * m.vy) * INV_SPEED_SCALE);
+  const double closing = r > 1e-9 ? (rx * (m.vx - ref.vx) + ry * (m.vy - ref.vy)) * inv_r : 0.0;
+  out[5] = static_cast<float>(closing * INV_SPEED_SCALE);
+  out[6] = static_cast<float>(m.tof * d.inv_missile_max_time);
 }
 
-// Ego-centric observation of fighter i; all zeros once it is dead.
+// Ego-centric observation of fighter i; all zeros once it is dead. Lists are sorted by squared
+// range (the order of the ranges, without their square roots).
 ARENA_HD void observe_fighter(const Params& p, const Derived& d, const State& s, int i, float* out) {
   const int dim = obs_dim(p);
   for (int c = 0; c < dim; ++c) out[c] = 0.0f;
   const Fighter& me = s.f[i];
   if (!me.alive) return;
+  const double v = sqrt(me.vx * me.vx + me.vy * me.vy);
   double hx, hy;
-  unit_heading(me.vx, me.vy, hx, hy);
+  unit_heading(me.vx, me.vy, v, hx, hy);
   const double dist_c = sqrt(me.x * me.x + me.y * me.y);
   out[0] = 1.0f;
-  out[1] = static_cast<float>(sqrt(me.vx * me.vx + me.vy * me.vy) / p.fighter_vt);
-  bearing(hx, hy, -me.x, -me.y, dist_c, out + 2);
-  out[4] = static_cast<float>((p.arena_radius_m - dist_c) / RANGE_SCALE);
-  out[5] = static_cast<float>(static_cast<double>(me.missiles_left) / p.missiles_per_fighter);
-  out[6] = static_cast<float>(p.launch_cooldown_s > 0 ? me.cooldown / p.launch_cooldown_s : 0.0);
-  out[7] = static_cast<float>(1.0 - static_cast<double>(s.steps) / d.max_steps_f);
+  out[1] = static_cast<float>(v * d.inv_fighter_vt);
+  bearing(hx, hy, -me.x, -me.y, dist_c, inverse_length(dist_c), out + 2);
+  out[4] = static_cast<float>((p.arena_radius_m - dist_c) * INV_RANGE_SCALE);
+  out[5] = static_cast<float>(static_cast<double>(me.missiles_left) * d.inv_missiles_per_fighter);
+  out[6] = static_cast<float>(p.launch_cooldown_s > 0 ? me.cooldown * d.inv_launch_cooldown : 0.0);
+  out[7] = static_cast<float>(1.0 - static_cast<double>(s.steps) * d.inv_max_steps);
 
   // Enemies then allies, each alive ones by range, then the dead, then padding.
   const int team = team_of(p, i);
@@ -446,12 +481,12 @@ ARENA_HD void observe_fighter(const Params& p, const Derived& d, const State& s,
     for (int j = 0; j < d.num_fighters; ++j) {
       if (j == i || (team_of(p, j) != team) != enemies) continue;
       const double rx = s.f[j].x - me.x, ry = s.f[j].y - me.y;
-      key[n] = s.f[j].alive ? sqrt(rx * rx + ry * ry) : 1e300;
+      key[n] = s.f[j].alive ? rx * rx + ry * ry : 1e300;
       idx[n] = j;
       ++n;
     }
     sort_by_key(key, idx, n);
-    for (int a = 0; a < n; ++a) write_fighter(me, hx, hy, s.f[idx[a]], p, block + a * FIGHTER_FEATURES);
+    for (int a = 0; a < n; ++a) write_fighter(me, hx, hy, s.f[idx[a]], d, block + a * FIGHTER_FEATURES);
     block += FIGHTER_FEATURES * (enemies ? d.max_team : d.max_team - 1);
   }
 
@@ -467,7 +502,7 @@ ARENA_HD void observe_fighter(const Params& p, const Derived& d, const State& s,
       if (!m.active || (threats ? m.target != i : m.owner != i)) continue;
       const Fighter& ref = threats ? me : s.f[m.target];
       const double rx = ref.x - m.x, ry = ref.y - m.y;
-      key[n] = sqrt(rx * rx + ry * ry);
+      key[n] = rx * rx + ry * ry;
       idx[n] = k;
       ++n;
     }
@@ -475,7 +510,7 @@ ARENA_HD void observe_fighter(const Params& p, const Derived& d, const State& s,
     const int shown = n < p.tracked_missiles ? n : p.tracked_missiles;
     for (int a = 0; a < shown; ++a) {
       const Missile& m = s.m[idx[a]];
-      write_missile(me, hx, hy, m, threats ? me : s.f[m.target], p, block + a * MISSILE_FEATURES);
+      write_missile(me, hx, hy, m, threats ? me : s.f[m.target], d, block + a * MISSILE_FEATURES);
     }
     block += MISSILE_FEATURES * p.tracked_missiles;
   }
@@ -488,11 +523,12 @@ ARENA_HD void observe(const Params& p, const Derived& d, const State& s, float* 
 
 // ---------------------------------------------------------------- decision step
 
-// One decision: fire, then frame_skip physics steps (fewer if the match ends), then the
-// results; a finished env reports its final observation and is reset in place.
-ARENA_HD void step(const Params& p, const Derived& d, State& s, const int32_t* actions, EnvOut out) {
+// A decision in three parts, so that the SIMD lanes path (midrange_lanes.h) runs the same
+// first and last parts around its own physics loop.
+// 1. Events cleared, actions turned into controls, launches.
+ARENA_HD void begin_decision(const Params& p, const Derived& d, State& s, const int32_t* actions,
+                             EnvOut out, double* rudder, double* throttle) {
   const int nf = d.num_fighters;
-  double rudder[MAX_FIGHTERS], throttle[MAX_FIGHTERS];
   for (int i = 0; i < nf * NUM_EVENTS; ++i) out.events[i] = 0;
   for (int i = 0; i < nf; ++i) {
     const int32_t* a = actions + i * NUM_ACTION_DIMS;
@@ -500,11 +536,12 @@ ARENA_HD void step(const Params& p, const Derived& d, State& s, const int32_t* a
     throttle[i] = 0.5 * a[1];        // {0, .5, 1}
     if (a[2] == 1 && try_launch(p, d, s, i)) out.events[i * NUM_EVENTS + EV_FIRED] += 1;
   }
-  int8_t outcome = OUTCOME_NONE;
-  int8_t reason = END_NONE;
-  for (int k = 0; k < p.frame_skip && outcome == OUTCOME_NONE; ++k) {
-    outcome = physics_step(p, d, s, rudder, throttle, out.events, &reason);
-  }
+}
+
+// 3. Results written; a finished env reports its final observation and is reset in place.
+ARENA_HD void end_decision(const Params& p, const Derived& d, State& s, EnvOut out, int8_t outcome,
+                           int8_t reason) {
+  const int nf = d.num_fighters;
   s.decisions += 1;
   *out.outcome = outcome;
   *out.end_reason = reason;
@@ -523,6 +560,18 @@ ARENA_HD void step(const Params& p, const Derived& d, State& s, const int32_t* a
     reset(p, s);
   }
   observe(p, d, s, out.obs);
+}
+
+// One decision: fire, then frame_skip physics steps (fewer if the match ends), then the results.
+ARENA_HD void step(const Params& p, const Derived& d, State& s, const int32_t* actions, EnvOut out) {
+  double rudder[MAX_FIGHTERS], throttle[MAX_FIGHTERS];
+  begin_decision(p, d, s, actions, out, rudder, throttle);
+  int8_t outcome = OUTCOME_NONE;
+  int8_t reason = END_NONE;
+  for (int k = 0; k < p.frame_skip && outcome == OUTCOME_NONE; ++k) {
+    outcome = physics_step(p, d, s, rudder, throttle, out.events, &reason);
+  }
+  end_decision(p, d, s, out, outcome, reason);
 }
 
 }  // namespace midrange

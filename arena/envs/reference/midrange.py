@@ -40,20 +40,30 @@ from arena.envs.reference.midrange_physics import (
 ACTION_NVEC = (5, 3, 2)  # rudder {-1, -.5, 0, .5, 1}, throttle {0, .5, 1}, fire {0, 1}
 
 
-def _bearing(hx: Arr, hy: Arr, rx: Arr, ry: Arr, r: Arr) -> tuple[Arr, Arr]:
-    """sin, cos of the bearing of (rx, ry) seen from heading (hx, hy): sin positive to the left."""
+# As in midrange.h, each length is inverted once and the feature scales are multiplied in.
+INV_RANGE_SCALE = 1.0 / RANGE_SCALE
+INV_SPEED_SCALE = 1.0 / SPEED_SCALE
+
+
+def _inverse_length(r: Arr) -> Arr:
+    """``inverse_length``: 1 / r, or 0 below 1e-9 m."""
     near = r < 1e-9
-    r_safe = np.where(near, 1.0, r)
-    sin = np.where(near, 0.0, (hx * ry - hy * rx) / r_safe)
-    return sin, np.where(near, 1.0, (hx * rx + hy * ry) / r_safe)
+    return np.where(near, 0.0, 1.0 / np.where(near, 1.0, r))
 
 
-def _unit_heading(vx: Arr, vy: Arr) -> tuple[Arr, Arr]:
-    """The unit velocity vector, or (1, 0) for a mass at rest."""
-    v = np.sqrt(vx * vx + vy * vy)
+def _bearing(hx: Arr, hy: Arr, rx: Arr, ry: Arr, r: Arr, inv_r: Arr) -> tuple[Arr, Arr]:
+    """sin, cos of the bearing of (rx, ry), of length r, seen from heading (hx, hy): sin positive
+    to the left."""
+    near = r < 1e-9
+    sin = np.where(near, 0.0, (hx * ry - hy * rx) * inv_r)
+    return sin, np.where(near, 1.0, (hx * rx + hy * ry) * inv_r)
+
+
+def _unit_heading(vx: Arr, vy: Arr, v: Arr) -> tuple[Arr, Arr]:
+    """The unit vector of (vx, vy) of length v, or (1, 0) for a mass at rest."""
     still = v < 1e-9
-    v_safe = np.where(still, 1.0, v)
-    return np.where(still, 1.0, vx / v_safe), np.where(still, 0.0, vy / v_safe)
+    inv_v = 1.0 / np.where(still, 1.0, v)
+    return np.where(still, 1.0, vx * inv_v), np.where(still, 0.0, vy * inv_v)
 
 
 # The observation is computed for every observer i at once: axis 1 of every [E, F, ...] array
@@ -71,15 +81,17 @@ def _fighter_features(p: dict[str, Any], w: World, hx: Arr, hy: Arr, j: Arr) -> 
     alive = w.fighter_alive[rows, j]
     rx, ry = ox - _me(w.fighter_x), oy - _me(w.fighter_y)
     r = np.sqrt(rx * rx + ry * ry)
-    bearing_sin, bearing_cos = _bearing(hx, hy, rx, ry, r)
-    ohx, ohy = _unit_heading(ovx, ovy)
-    aspect_sin, aspect_cos = _bearing(ohx, ohy, -rx, -ry, r)  # where I am as seen from its nose
+    inv_r = _inverse_length(r)
+    bearing_sin, bearing_cos = _bearing(hx, hy, rx, ry, r, inv_r)
+    ov = np.sqrt(ovx * ovx + ovy * ovy)
+    ohx, ohy = _unit_heading(ovx, ovy, ov)
+    aspect_sin, aspect_cos = _bearing(ohx, ohy, -rx, -ry, r, inv_r)  # where I am as seen from its nose
     apart = r > 1e-9
     closing = -(rx * (ovx - _me(w.fighter_vx)) + ry * (ovy - _me(w.fighter_vy)))
-    closing = np.where(apart, closing / np.where(apart, r, 1.0), 0.0)
-    speed = np.sqrt(ovx * ovx + ovy * ovy) / p["fighter_vt"]
-    features = np.stack([r / RANGE_SCALE, bearing_sin, bearing_cos, aspect_sin, aspect_cos,
-                         closing / SPEED_SCALE, speed], axis=-1)
+    closing = np.where(apart, closing * inv_r, 0.0)
+    speed = ov * (1.0 / p["fighter_vt"])
+    features = np.stack([r * INV_RANGE_SCALE, bearing_sin, bearing_cos, aspect_sin, aspect_cos,
+                         closing * INV_SPEED_SCALE, speed], axis=-1)
     # Present, alive, and the rest only for an alive fighter (zero for the dead).
     return np.concatenate([np.ones_like(r)[..., None], alive[..., None].astype(np.float64),
                            np.where(alive[..., None], features, 0.0)], axis=-1)
@@ -93,26 +105,30 @@ def _missile_features(p: dict[str, Any], w: World, hx: Arr, hy: Arr, k: Arr, ref
     fx, fy, fvx, fvy = (a[rows, ref] for a in (w.fighter_x, w.fighter_y, w.fighter_vx, w.fighter_vy))
     rx, ry = fx - mx, fy - my
     r = np.sqrt(rx * rx + ry * ry)
+    inv_r = _inverse_length(r)
     bx, by = mx - _me(w.fighter_x), my - _me(w.fighter_y)
-    bearing_sin, bearing_cos = _bearing(hx, hy, bx, by, np.sqrt(bx * bx + by * by))
+    b = np.sqrt(bx * bx + by * by)
+    bearing_sin, bearing_cos = _bearing(hx, hy, bx, by, b, _inverse_length(b))
     apart = r > 1e-9
-    closing = np.where(apart, (rx * (mvx - fvx) + ry * (mvy - fvy)) / np.where(apart, r, 1.0), 0.0)
-    return np.stack([np.ones_like(r), r / RANGE_SCALE, bearing_sin, bearing_cos,
-                     np.sqrt(mvx * mvx + mvy * mvy) / SPEED_SCALE, closing / SPEED_SCALE,
-                     w.missile_tof[rows, k] / p["missile_max_time_s"]], axis=-1)
+    closing = np.where(apart, (rx * (mvx - fvx) + ry * (mvy - fvy)) * inv_r, 0.0)
+    return np.stack([np.ones_like(r), r * INV_RANGE_SCALE, bearing_sin, bearing_cos,
+                     np.sqrt(mvx * mvx + mvy * mvy) * INV_SPEED_SCALE, closing * INV_SPEED_SCALE,
+                     w.missile_tof[rows, k] * (1.0 / p["missile_max_time_s"])], axis=-1)
 
 
-def _self_features(p: dict[str, Any], d: Derived, w: World, hx: Arr, hy: Arr) -> Arr:
+def _self_features(p: dict[str, Any], d: Derived, w: World, v: Arr, hx: Arr, hy: Arr) -> Arr:
     """Alive, speed, bearing to the arena centre, distance to the boundary, missiles left,
-    cooldown, time left: [E, F, 8]."""
-    x, y, vx, vy = w.fighter_x, w.fighter_y, w.fighter_vx, w.fighter_vy
+    cooldown, time left: [E, F, 8]. ``v`` is each fighter's speed."""
+    x, y = w.fighter_x, w.fighter_y
     dist_c = np.sqrt(x * x + y * y)
-    centre_sin, centre_cos = _bearing(hx[..., 0], hy[..., 0], -x, -y, dist_c)
-    cooldown = w.fighter_cooldown / p["launch_cooldown_s"] if p["launch_cooldown_s"] > 0 else np.zeros_like(x)
-    time_left = 1.0 - w.physics_steps / d.max_steps_f
-    return np.stack([np.ones_like(x), np.sqrt(vx * vx + vy * vy) / p["fighter_vt"], centre_sin, centre_cos,
-                     (p["arena_radius_m"] - dist_c) / RANGE_SCALE,
-                     w.fighter_missiles.astype(np.float64) / p["missiles_per_fighter"], cooldown,
+    centre_sin, centre_cos = _bearing(hx[..., 0], hy[..., 0], -x, -y, dist_c, _inverse_length(dist_c))
+    cooldown = (w.fighter_cooldown * (1.0 / p["launch_cooldown_s"]) if p["launch_cooldown_s"] > 0
+                else np.zeros_like(x))
+    time_left = 1.0 - w.physics_steps * (1.0 / d.max_steps_f)
+    inv_missiles = np.float64(1.0) / np.float64(p["missiles_per_fighter"])  # inf for 0: 0 * inf is NaN
+    return np.stack([np.ones_like(x), v * (1.0 / p["fighter_vt"]), centre_sin, centre_cos,
+                     (p["arena_radius_m"] - dist_c) * INV_RANGE_SCALE,
+                     w.fighter_missiles.astype(np.float64) * inv_missiles, cooldown,
                      np.broadcast_to(time_left[:, None], x.shape)], axis=-1)
 
 
@@ -127,17 +143,19 @@ def _first_listed(key: Arr, listed: Arr, slots: int) -> tuple[Arr, Arr]:
 def observe(p: dict[str, Any], d: Derived, w: World) -> np.ndarray:
     """``observe``: observations of every fighter, float32 [E, F, obs_dim]; zeros for the dead."""
     num_envs, nf = w.fighter_x.shape
-    hx, hy = (_me(h) for h in _unit_heading(w.fighter_vx, w.fighter_vy))
+    v = np.sqrt(w.fighter_vx * w.fighter_vx + w.fighter_vy * w.fighter_vy)
+    hx, hy = (_me(h) for h in _unit_heading(w.fighter_vx, w.fighter_vy, v))
     with np.errstate(divide="ignore", invalid="ignore"):  # missiles_per_fighter = 0 gives NaN, as in C++
-        blocks = [_self_features(p, d, w, hx, hy)]
+        blocks = [_self_features(p, d, w, v, hx, hy)]
 
     # Enemies then allies: the alive ones by range, then the dead (key 1e300), then zero padding.
+    # Lists are sorted by squared range, as in C++.
     team = np.array([0] * p["team_size"][0] + [1] * p["team_size"][1])
     same_team = np.broadcast_to(team[:, None] == team[None, :], (num_envs, nf, nf))
     others = ~np.eye(nf, dtype=bool)
     rx = w.fighter_x[:, None, :] - _me(w.fighter_x)  # [E, i, j]: from observer i to fighter j
     ry = w.fighter_y[:, None, :] - _me(w.fighter_y)
-    key = np.where(w.fighter_alive[:, None, :], np.sqrt(rx * rx + ry * ry), 1e300)
+    key = np.where(w.fighter_alive[:, None, :], rx * rx + ry * ry, 1e300)
     for group, slots in ((~same_team, d.max_team), (same_team & others, d.max_team - 1)):
         j, present = _first_listed(key, group, slots)
         block = np.where(present[..., None], _fighter_features(p, w, hx, hy, j), 0.0)
@@ -153,7 +171,7 @@ def observe(p: dict[str, Any], d: Derived, w: World) -> np.ndarray:
         ref = np.broadcast_to(me if threats else np.maximum(w.missile_target, 0)[:, None, :], listed.shape)
         rx = w.fighter_x[rows, ref] - w.missile_x[:, None, :]
         ry = w.fighter_y[rows, ref] - w.missile_y[:, None, :]
-        k, shown = _first_listed(np.sqrt(rx * rx + ry * ry), listed, tracked)
+        k, shown = _first_listed(rx * rx + ry * ry, listed, tracked)
         features = _missile_features(p, w, hx, hy, k, np.take_along_axis(ref, k, axis=-1))
         block = np.where(shown[..., None], features, 0.0)
         padding = np.zeros((num_envs, nf, tracked - k.shape[-1], MISSILE_FEATURES))  # fewer slots than K
