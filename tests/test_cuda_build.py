@@ -41,19 +41,30 @@ def test_cuda_build_without_usable_gpu_raises_clear_error():
         assert batch.on_cuda
 
 
-def test_cuda_build_cpu_path_matches_default_build():
+@pytest.mark.parametrize("team_size", [(1, 1), (2, 1)])
+def test_cuda_build_cpu_path_matches_default_build(team_size):
+    # .ci/run builds it without -march=native: fewer SIMD lanes than the default build, same bits.
     cuda_core = _load_cuda_core()
-    a = cuda_core.MidrangeBatch(cuda_core.MidrangeParams(), 16, 2, "cpu")
-    b = _core.MidrangeBatch(_core.MidrangeParams(), 16, 2, "cpu")
-    a.reset(5)
-    b.reset(5)
+    num_envs, rows = 37, 37 * sum(team_size)
+    batches = []
+    for core in (cuda_core, _core):
+        params = core.MidrangeParams()
+        params.team_size = list(team_size)
+        params.time_limit_s = 30.0
+        batch = core.MidrangeBatch(params, num_envs, 2, "cpu")
+        batch.reset(5)
+        batches.append(batch)
+    a, b = batches
     rng = np.random.default_rng(0)
-    for _ in range(200):
-        act = np.stack([rng.integers(0, n, 32) for n in (5, 3, 2)], axis=1).astype(np.int32)
-        a.step(act, 0, 16)
-        b.step(act, 0, 16)
-        np.testing.assert_array_equal(a.obs, b.obs)
-        np.testing.assert_array_equal(a.events, b.events)
+    ended = 0
+    for _ in range(300):
+        act = np.stack([rng.integers(0, n, rows) for n in (5, 3, 2)], axis=1).astype(np.int32)
+        a.step(act, 0, num_envs)
+        b.step(act, 0, num_envs)
+        for name in ("obs", "final_obs", "events", "rewards", "done", "outcome", "end_reason"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        ended += int(b.done.sum())
+    assert ended > 0, "the run crossed ended matches and resets"
 
 
 def test_default_build_refuses_cuda_with_rebuild_hint():

@@ -87,16 +87,24 @@ class PyBatch {
       throw py::value_error(msg.str());
     }
     const int32_t* a = acts.data();
-    for (py::ssize_t r = static_cast<py::ssize_t>(begin) * agents; r < static_cast<py::ssize_t>(end) * agents; ++r) {
-      for (int d = 0; d < G::action_dims; ++d) {
-        const int32_t v = a[r * G::action_dims + d];
-        const int n = G::action_n(batch_.ctx(), d);
-        if (v < 0 || v >= n) {
-          std::ostringstream msg;
-          msg << "action " << v << " at row " << r << ", dimension " << d << " is out of range: allowed 0.."
-              << n - 1;
-          throw py::value_error(msg.str());
-        }
+    const py::ssize_t first = static_cast<py::ssize_t>(begin) * agents * G::action_dims;
+    const py::ssize_t last = static_cast<py::ssize_t>(end) * agents * G::action_dims;
+    // A branch-free pass finds whether any value is out of range (as unsigned, a negative one is
+    // too large); only then is the first bad one looked for, to name it.
+    uint32_t limit[G::action_dims];
+    for (int d = 0; d < G::action_dims; ++d) limit[d] = static_cast<uint32_t>(G::action_n(batch_.ctx(), d));
+    bool bad = false;
+    for (py::ssize_t i = first; i < last; i += G::action_dims) {
+      for (int d = 0; d < G::action_dims; ++d) bad |= static_cast<uint32_t>(a[i + d]) >= limit[d];
+    }
+    if (bad) {
+      for (py::ssize_t i = first; i < last; ++i) {
+        const int d = static_cast<int>(i % G::action_dims);
+        if (static_cast<uint32_t>(a[i]) < limit[d]) continue;
+        std::ostringstream msg;
+        msg << "action " << a[i] << " at row " << i / G::action_dims << ", dimension " << d
+            << " is out of range: allowed 0.." << limit[d] - 1;
+        throw py::value_error(msg.str());
       }
     }
     BatchBuffers out = buffers();

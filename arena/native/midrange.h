@@ -168,8 +168,9 @@ ARENA_HD void integrate(R& x, R& y, R& vx, R& vy, R u, R thrust, double cd0, dou
   const auto moving = v2 > 1e-18;
   const R v2s = vselect(moving, v2, 1.0);  // keeps 1/sqrt finite at rest
   const R inv_v = 1.0 / vsqrt(v2s);
-  const R capped = vselect(u > 0.0, turn_cap / v2s, -turn_cap / v2s);
-  const R ue = vselect(vabs(u) * v2 > turn_cap, capped, u);
+  // Where the cap binds, |u_eff| = turn_cap / v^2; 1 / v^2 is inv_v * inv_v, which spares a division.
+  const R cap = turn_cap * (inv_v * inv_v);
+  const R ue = vselect(vabs(u) * v2 > turn_cap, vselect(u > 0.0, cap, -cap), u);
   const R cl = vabs(ue) * inv_rmin;
   const R a_par = thrust - (cd0 + k * cl * cl) * v2;
   const R a_perp = v2 * ue * inv_rmin;

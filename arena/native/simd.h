@@ -66,7 +66,8 @@ inline vdouble vselect(vmask m, double a, double b) { return m ? simd::splat(a) 
 
 inline vdouble vsqrt(vdouble x) {
 #if defined(__AVX512F__)
-  return reinterpret_cast<vdouble>(_mm512_sqrt_pd(reinterpret_cast<__m512d>(x)));
+  // maskz with every lane on is plain vsqrtpd; _mm512_sqrt_pd trips GCC 12's -Wmaybe-uninitialized.
+  return reinterpret_cast<vdouble>(_mm512_maskz_sqrt_pd(static_cast<__mmask8>(0xFF), reinterpret_cast<__m512d>(x)));
 #elif defined(__AVX__)
   return reinterpret_cast<vdouble>(_mm256_sqrt_pd(reinterpret_cast<__m256d>(x)));
 #elif defined(__SSE2__)

@@ -190,11 +190,13 @@ def integrate(x: Arr, y: Arr, vx: Arr, vy: Arr, u: Num, thrust: Num, cd0: float,
     moving = v2 > 1e-18
     v2_safe = np.where(moving, v2, 1.0)
     inv_v = 1.0 / np.sqrt(v2_safe)
-    # The g limit caps the control: |u| v^2 <= max_g g Rmin (dividing only where it binds, as the C++).
+    # The g limit caps the control: |u| v^2 <= max_g g Rmin; where it binds, |u_eff| = turn_cap / v^2,
+    # computed as turn_cap * inv_v * inv_v (as the C++, which spares a division so).
     turn_cap = max_g * g * rmin
     inv_rmin = 1.0 / rmin
     u = np.asarray(u, dtype=np.float64)
-    ue = np.where(np.abs(u) * v2 > turn_cap, np.where(u > 0.0, turn_cap / v2_safe, -turn_cap / v2_safe), u)
+    cap = turn_cap * (inv_v * inv_v)
+    ue = np.where(np.abs(u) * v2 > turn_cap, np.where(u > 0.0, cap, -cap), u)
     cl = np.abs(ue) * inv_rmin
     a_par = thrust - (cd0 + k * cl * cl) * v2
     a_perp = v2 * ue * inv_rmin
