@@ -29,8 +29,8 @@ struct LaneStepper<MidrangeGame> {
   static constexpr int width = midrange::LANES;
   template <class OutOf>
   static void step(const MidrangeGame::Ctx& c, MidrangeGame::State* states, int n, const int32_t* actions,
-                   OutOf out) {
-    midrange::step_lanes(c.p, c.d, states, n, actions, out);
+                   OutOf out, const MidrangeGame::State* next, int n_next) {
+    midrange::step_lanes(c.p, c.d, states, n, actions, out, next, n_next);
   }
 };
 #endif
@@ -111,9 +111,12 @@ class Batched {
         pool_.parallel_for(0, groups, [&](int g) {
           const int first = begin + g * lanes_;
           const int n = end - first < lanes_ ? end - first : lanes_;
-          LaneStepper<G>::step(ctx_, &states_[first],  n,
+          // The next group is most often this thread's next one: its states are fetched meanwhile.
+          const int next = first + n, n_next = end - next < lanes_ ? end - next : lanes_;
+          LaneStepper<G>::step(ctx_, &states_[first], n,
                                actions + static_cast<long>(first) * agents_ * G::action_dims,
-                               [&](int l) { return env_slice(out, first + l, agents_, dim, G::num_events); });
+                               [&](int l) { return env_slice(out, first + l, agents_, dim, G::num_events); },
+                               states_.data() + next, n_next);
         });
         return;
       }
