@@ -201,6 +201,15 @@ def test_out_of_range_actions_are_rejected_naming_the_value_and_range(env, dtype
         env.step(a)
 
 
+def test_the_core_names_the_row_of_the_first_out_of_range_action(env):
+    # int32 actions go to the core unchecked by Python; it names the first bad one in row order.
+    a = good(env, np.int32)
+    a[2, 1] = 7
+    a[3, 0] = -4
+    with pytest.raises(ValueError, match=r"action 7 at row 2, dimension 1 is out of range: allowed 0\.\.2"):
+        env.step(a)
+
+
 def test_non_numeric_actions_are_rejected(env):
     with pytest.raises(ValueError, match="integers"):
         env.step(np.full((4, 3), "1"))
