@@ -19,12 +19,18 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#define ARENA_CPU_RELAX() _mm_pause()
-#else
-#define ARENA_CPU_RELAX() std::this_thread::yield()
 #endif
 
 namespace arena {
+
+// One beat of a spin-wait: tells the core it may give its resources to the other hardware thread.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 class ThreadPool {
  public:
@@ -68,7 +74,7 @@ class ThreadPool {
     start_.notify_all();
     run_chunks();
     // The workers finish within about one chunk of the caller.
-    while (pending_.load(std::memory_order_acquire) != 0) ARENA_CPU_RELAX();
+    while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
   }
 
  private:
@@ -88,7 +94,7 @@ class ThreadPool {
       const unsigned long g = generation_.load(std::memory_order_acquire);
       if (g != seen || stop_.load(std::memory_order_relaxed)) return g;
       if ((k & 63) == 63 && std::chrono::steady_clock::now() > spin_until) break;
-      ARENA_CPU_RELAX();
+      cpu_relax();
     }
     std::unique_lock<std::mutex> lock(mutex_);
     start_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
