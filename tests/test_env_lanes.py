@@ -1,6 +1,6 @@
 """The SIMD lanes path of the midrange core gives bit for bit the results of the scalar path.
 
-The CPU core steps groups of envs on SIMD lanes (midrange_lanes.h); the scalar path, one env per
+The CPU core steps groups of envs on SIMD lanes (midrange_lanes_step.h); the scalar path, one env per
 call, is the code the CUDA kernel runs. Both must agree exactly, in every output, whatever the
 team sizes, the batch size (groups with idle lanes), the env range stepped or the thread count.
 """
@@ -74,6 +74,60 @@ def test_lanes_match_the_scalar_path_bit_for_bit(sizes, num_envs, overrides):
     assert_same_world(lanes, scalar)
     # The run went through the rare per-lane paths: hits and ended matches.
     assert ended > 0 and hits > 0
+
+
+@pytest.mark.parametrize(
+    ("sizes", "overrides"),
+    [
+        ((1, 1), {"tracked_missiles": 1}),
+        ((1, 1), {"tracked_missiles": 8, "missiles_per_fighter": 8}),
+        ((2, 2), {"tracked_missiles": 3}),  # 12 threat candidates: placed by lane-wise ranks
+        ((3, 2), {"tracked_missiles": 2, "missiles_per_fighter": 5}),  # 15: sorted per env
+    ],
+)
+def test_lanes_observe_missile_lists_of_any_length_as_the_scalar_path(sizes, overrides):
+    num_envs = 13
+    lanes = core(sizes, num_envs, simd=True, **overrides)
+    scalar = core(sizes, num_envs, simd=False, **overrides)
+    rng = np.random.default_rng(11)
+    rows = num_envs * sum(sizes)
+    for t in range(150):
+        a = actions(rng, rows, fire_prob=0.6)
+        lanes.step(a, 0, num_envs)
+        scalar.step(a, 0, num_envs)
+        assert_same(lanes, scalar, f"after decision {t}")
+
+
+def test_missiles_at_the_same_range_are_listed_in_slot_order_by_both_paths():
+    # Two identical missiles of fighter 0 on fighter 1 stay identical, so their ranges tie
+    # at every step: both paths must list them the same way (slot order, a stable sort).
+    num_envs = 3
+    batches = [core((1, 1), num_envs, simd=simd) for simd in (True, False)]
+    for batch in batches:
+        ws = batch.world_state()
+        for slot in (0, 1):
+            ws["missile_x"][:, slot] = ws["fighter_x"][:, 0]
+            ws["missile_y"][:, slot] = ws["fighter_y"][:, 0]
+            ws["missile_vx"][:, slot] = ws["fighter_vx"][:, 0] * 2.0
+            ws["missile_vy"][:, slot] = ws["fighter_vy"][:, 0] * 2.0
+            ws["missile_tof"][:, slot] = 1.0
+            ws["missile_owner"][:, slot] = 0
+            ws["missile_target"][:, slot] = 1
+            ws["missile_active"][:, slot] = True
+        ws["missile_tof"][:, 1] = 2.0  # a different time of flight tells the two apart in the rows
+        batch.set_world_state(ws)
+    a = np.zeros((num_envs * 2, 3), dtype=np.int32)
+    a[:, 0] = 2
+    for t in range(5):
+        for batch in batches:
+            batch.step(a, 0, num_envs)
+        assert_same(batches[0], batches[1], f"after decision {t}")
+    # Fighter 0's own-missile list (after its state, the enemy and the threat list): the two
+    # entries have the same range, and slot 0 (the smaller time of flight) comes first.
+    own = batches[0].obs.reshape(num_envs, 2, -1)[:, 0, 8 + 9 + 4 * 7 :].reshape(num_envs, 4, 7)
+    assert (own[:, :2, 0] == 1).all() and (own[:, 2:, 0] == 0).all()
+    assert (own[:, 0, 1] == own[:, 1, 1]).all()
+    assert (own[:, 0, 6] < own[:, 1, 6]).all()
 
 
 def test_lanes_match_the_scalar_path_when_stepping_env_ranges_on_two_threads():

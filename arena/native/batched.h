@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "games.h"
-#include "midrange_lanes.h"
+#include "midrange_lanes_step.h"
 #include "thread_pool.h"
 
 #ifdef ARENA_WITH_CUDA

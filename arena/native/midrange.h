@@ -524,7 +524,7 @@ ARENA_HD void observe(const Params& p, const Derived& d, const State& s, float* 
 
 // ---------------------------------------------------------------- decision step
 
-// A decision in three parts, so that the SIMD lanes path (midrange_lanes.h) runs the same
+// A decision in three parts, so that the SIMD lanes path (midrange_lanes_step.h) runs the same
 // first and last parts around its own physics loop.
 // 1. Events cleared, actions turned into controls, launches.
 ARENA_HD void begin_decision(const Params& p, const Derived& d, State& s, const int32_t* actions,
@@ -540,8 +540,10 @@ ARENA_HD void begin_decision(const Params& p, const Derived& d, State& s, const 
 }
 
 // 3. Results written; a finished env reports its final observation and is reset in place.
+// observed: the observation of s as the physics left it is already written (into final_obs if
+// the match ended, else into obs), as the SIMD lanes path does.
 ARENA_HD void end_decision(const Params& p, const Derived& d, State& s, EnvOut out, int8_t outcome,
-                           int8_t reason) {
+                           int8_t reason, bool observed = false) {
   const int nf = d.num_fighters;
   s.decisions += 1;
   *out.outcome = outcome;
@@ -557,10 +559,12 @@ ARENA_HD void end_decision(const Params& p, const Derived& d, State& s, EnvOut o
   }
   if (done) {
     *out.episode_length = s.decisions;
-    observe(p, d, s, out.final_obs);
+    if (!observed) observe(p, d, s, out.final_obs);
     reset(p, s);
+    observe(p, d, s, out.obs);
+  } else if (!observed) {
+    observe(p, d, s, out.obs);
   }
-  observe(p, d, s, out.obs);
 }
 
 // One decision: fire, then frame_skip physics steps (fewer if the match ends), then the results.

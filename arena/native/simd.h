@@ -62,6 +62,7 @@ using simd::vmask;
 
 inline vdouble vselect(vmask m, vdouble a, vdouble b) { return m ? a : b; }
 inline vdouble vselect(vmask m, vdouble a, double b) { return m ? a : simd::splat(b); }
+inline vdouble vselect(vmask m, double a, vdouble b) { return m ? simd::splat(a) : b; }
 inline vdouble vselect(vmask m, double a, double b) { return m ? simd::splat(a) : simd::splat(b); }
 
 inline vdouble vsqrt(vdouble x) {
