@@ -224,19 +224,21 @@ inline void write_observation(const Params& p, const Derived& d, const Lanes& L,
       block += FIGHTER_FEATURES * (enemies ? d.max_team : d.max_team - 1);
     }
     // Threats: the enemies' missiles in flight at me. Own: mine in flight. Each by range to
-    // its target. Short lists are placed by their lane-wise ranks (slots not shown go to
-    // `unshown`); longer ones are gathered without branching on which slots are in flight, and
-    // sorted.
+    // its target. Short lists are placed by their lane-wise ranks: the shown slots are found
+    // without branching, then visited one by one. Longer ones are gathered without branching
+    // on which slots are in flight, and sorted.
     for (int pass = 0; pass < 2; ++pass) {
       const bool threats = pass == 0;
       const Staged* staged = threats ? O.threat : O.own;
       int k0, k1;
       missile_list(p, i, threats, k0, k1);
       if (k1 - k0 <= MAX_RANKED) {
-        float unshown[MISSILE_FEATURES];
-        for (int k = k0; k < k1; ++k) {
-          const int64_t r = O.rank[i][pass][k - k0][l];
-          copy_lane(staged[k], l, MISSILE_FEATURES, r < p.tracked_missiles ? block + r * MISSILE_FEATURES : unshown);
+        const vmask* rank = O.rank[i][pass];
+        unsigned shown = 0;
+        for (int k = k0; k < k1; ++k) shown |= static_cast<unsigned>(rank[k - k0][l] < p.tracked_missiles) << (k - k0);
+        for (; shown != 0; shown &= shown - 1) {
+          const int a = __builtin_ctz(shown);
+          copy_lane(staged[k0 + a], l, MISSILE_FEATURES, block + rank[a][l] * MISSILE_FEATURES);
         }
         block += MISSILE_FEATURES * p.tracked_missiles;
         continue;
