@@ -142,3 +142,25 @@ def test_lanes_match_the_scalar_path_when_stepping_env_ranges_on_two_threads():
             scalar.step(a, begin, end)
         assert_same(lanes, scalar, f"after decision {t}")
     assert_same_world(lanes, scalar)
+
+
+def test_ranges_that_share_a_simd_group_may_be_stepped_from_two_python_threads():
+    # The core keeps 8 (or 4, 2) consecutive envs in one SIMD group; ranges split inside a group
+    # are stepped one call at a time even when two Python threads ask at once (the GIL is
+    # released while C++ steps), and give the results of stepping them in turn.
+    from concurrent.futures import ThreadPoolExecutor
+
+    num_envs = 29
+    shared = core((1, 1), num_envs, simd=True, threads=2)
+    alone = core((1, 1), num_envs, simd=True, threads=1)
+    rng = np.random.default_rng(8)
+    with ThreadPoolExecutor(2) as pool:
+        for t in range(150):
+            a = actions(rng, num_envs * 2, fire_prob=0.5)
+            futures = [pool.submit(shared.step, a, begin, end) for begin, end in ((0, 13), (13, num_envs))]
+            for f in futures:
+                f.result()
+            alone.step(a, 0, 13)
+            alone.step(a, 13, num_envs)
+            assert_same(shared, alone, f"after decision {t}")
+    assert_same_world(shared, alone)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,20 +18,32 @@
 
 namespace arena {
 
-// Games that can step several envs at once on SIMD lanes say how many (width) and how.
+// Games that can step several envs at once on SIMD lanes say how many (width), how a group
+// of them is kept (Group), how an env enters and leaves its lane (put, get), and how a group
+// steps.
 template <class G>
 struct LaneStepper {
   static constexpr int width = 1;
+  struct Group {};
+  static void put(const typename G::Ctx&, const typename G::State&, Group&, int) {}
+  static void get(const typename G::Ctx&, const Group&, int, typename G::State&) {}
 };
 
 #if defined(ARENA_HAVE_LANES)
 template <>
 struct LaneStepper<MidrangeGame> {
   static constexpr int width = midrange::LANES;
-  template <class OutOf>
-  static void step(const MidrangeGame::Ctx& c, MidrangeGame::State* states, int n, const int32_t* actions,
-                   OutOf out, const MidrangeGame::State* next, int n_next) {
-    midrange::step_lanes(c.p, c.d, states, n, actions, out, next, n_next);
+  using Group = midrange::Lanes;
+  static void put(const MidrangeGame::Ctx& c, const MidrangeGame::State& s, Group& g, int l) {
+    midrange::put_lane(c.p, c.d, s, g, l);
+  }
+  static void get(const MidrangeGame::Ctx& c, const Group& g, int l, MidrangeGame::State& s) {
+    midrange::get_lane(c.p, c.d, g, l, s);
+  }
+  template <class ActionsOf, class OutOf>
+  static void step(const MidrangeGame::Ctx& c, Group& g, int lo, int hi, ActionsOf actions, OutOf out,
+                   const Group* next) {
+    midrange::step_group(c.p, c.d, g, lo, hi, actions, out, next);
   }
 };
 #endif
@@ -45,7 +58,10 @@ class Batched {
   // results are the same bits either way; false keeps one env per call, as on CUDA).
   Batched(const Ctx& ctx, int num_envs, int num_threads, const std::string& device, bool simd = true)
       : ctx_(ctx), num_envs_(num_envs), states_(num_envs), pool_(num_threads),
-        lanes_(simd ? LaneStepper<G>::width : 1) {
+        lanes_(simd && device == "cpu" ? LaneStepper<G>::width : 1) {
+    // On SIMD lanes the envs live in groups of lanes_ consecutive ones, in lane layout; states_
+    // is then a copy made on demand (states()) and written back by upload().
+    if (lanes_ > 1) groups_.resize((num_envs + lanes_ - 1) / lanes_);
     if (device == "cuda") {
 #ifdef ARENA_WITH_CUDA
       cuda_ = std::make_unique<CudaBatch<G>>(ctx, num_envs);
@@ -96,7 +112,10 @@ class Batched {
   }
 
   // One decision for envs [begin, end). `actions` holds every row; only this range is read.
+  // Calls from several threads are serialised: the pool runs one parallel-for at a time (two at
+  // once never finish), and on SIMD lanes two ranges may share a group.
   void step(const int32_t* actions, int begin, int end, const BatchBuffers& out) {
+    std::lock_guard<std::mutex> lock(step_mutex_);
 #ifdef ARENA_WITH_CUDA
     if (cuda_) {
       cuda_->step(actions, begin, end, out);
@@ -106,17 +125,19 @@ class Batched {
     const int agents_ = agents(), dim = obs_dim();
     if constexpr (LaneStepper<G>::width > 1) {
       if (lanes_ > 1) {
-        // Groups of lanes_ consecutive envs; which thread takes a group changes no result.
-        const int groups = (end - begin + lanes_ - 1) / lanes_;
-        pool_.parallel_for(0, groups, [&](int g) {
-          const int first = begin + g * lanes_;
-          const int n = end - first < lanes_ ? end - first : lanes_;
-          // The next group is most often this thread's next one: its states are fetched meanwhile.
-          const int next = first + n, n_next = end - next < lanes_ ? end - next : lanes_;
-          LaneStepper<G>::step(ctx_, &states_[first], n,
-                               actions + static_cast<long>(first) * agents_ * G::action_dims,
-                               [&](int l) { return env_slice(out, first + l, agents_, dim, G::num_events); },
-                               states_.data() + next, n_next);
+        // Group g holds envs [g * lanes_, (g + 1) * lanes_); its lanes in [begin, end) step.
+        // Which thread takes a group changes no result.
+        const int g0 = begin / lanes_, g1 = (end + lanes_ - 1) / lanes_;
+        pool_.parallel_for(g0, g1, [&](int g) {
+          const int first = g * lanes_;
+          const int lo = begin > first ? begin - first : 0;
+          const int hi = end - first < lanes_ ? end - first : lanes_;
+          // The next group is most often this thread's next one: it is fetched meanwhile.
+          LaneStepper<G>::step(
+              ctx_, groups_[g], lo, hi,
+              [&](int l) { return actions + static_cast<long>(first + l) * agents_ * G::action_dims; },
+              [&](int l) { return env_slice(out, first + l, agents_, dim, G::num_events); },
+              g + 1 < g1 ? &groups_[g + 1] : nullptr);
         });
         return;
       }
@@ -136,6 +157,15 @@ class Batched {
 #ifdef ARENA_WITH_CUDA
     if (cuda_) cuda_->upload(states_.data());
 #endif
+    if (lanes_ > 1) {
+      // The lanes past the last env repeat env 0 of their group: they compute and never step.
+      for (size_t g = 0; g < groups_.size(); ++g) {
+        for (int l = 0; l < lanes_; ++l) {
+          const int e = static_cast<int>(g) * lanes_ + l;
+          LaneStepper<G>::put(ctx_, states_[e < num_envs_ ? e : static_cast<int>(g) * lanes_], groups_[g], l);
+        }
+      }
+    }
   }
   void observe_all(const BatchBuffers& out) {
     for (int e = 0; e < num_envs_; ++e) {
@@ -148,6 +178,9 @@ class Batched {
 #ifdef ARENA_WITH_CUDA
     if (cuda_) cuda_->download(states_.data());
 #endif
+    if (lanes_ > 1) {
+      for (int e = 0; e < num_envs_; ++e) LaneStepper<G>::get(ctx_, groups_[e / lanes_], e % lanes_, states_[e]);
+    }
   }
   void clear(EnvOut& o) {
     for (int i = 0; i < agents(); ++i) {
@@ -167,6 +200,8 @@ class Batched {
   std::vector<State> states_;
   ThreadPool pool_;
   int lanes_;
+  std::vector<typename LaneStepper<G>::Group> groups_;  // envs on SIMD lanes (lanes_ > 1)
+  std::mutex step_mutex_;
 #ifdef ARENA_WITH_CUDA
   std::unique_ptr<CudaBatch<G>> cuda_;
 #endif

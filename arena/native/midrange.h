@@ -218,20 +218,43 @@ ARENA_HD auto may_pass_within(R ax0, R ay0, R ax1, R ay1, R bx0, R by0, R bx1, R
   return dx * dx + dy * dy <= 2.0 * (r2 + ex * ex + ey * ey);
 }
 
+// One env's fighters and missiles as a launch reads and writes them: here a State; the SIMD
+// lanes path has the same accessors for one lane of its group (midrange_lanes.h), so both run
+// the one try_launch below.
+struct StateWorld {
+  State& s;
+  ARENA_HD bool alive(int i) const { return s.f[i].alive != 0; }
+  ARENA_HD int32_t missiles_left(int i) const { return s.f[i].missiles_left; }
+  ARENA_HD double cooldown(int i) const { return s.f[i].cooldown; }
+  ARENA_HD double x(int i) const { return s.f[i].x; }
+  ARENA_HD double y(int i) const { return s.f[i].y; }
+  ARENA_HD double vx(int i) const { return s.f[i].vx; }
+  ARENA_HD double vy(int i) const { return s.f[i].vy; }
+  // Missile `slot` appears at (x, y) with velocity (vx, vy), owned by `owner`, locked on `target`;
+  // the owner has one missile fewer and waits `cooldown`.
+  ARENA_HD void launch(int slot, double x, double y, double vx, double vy, int owner, int target,
+                       double cooldown) const {
+    s.m[slot] = Missile{x, y, vx, vy, 0.0, owner, target, 1};
+    s.f[owner].missiles_left -= 1;
+    s.f[owner].cooldown = cooldown;
+  }
+};
+
 // Launch from fighter i at the alive enemy with the smallest off-boresight angle
 // inside the cone. No enemy in the cone: nothing happens and no missile is spent.
-ARENA_HD bool try_launch(const Params& p, const Derived& d, State& s, int i) {
-  Fighter& f = s.f[i];
-  if (!f.alive || f.missiles_left <= 0 || f.cooldown > 1e-9) return false;
-  const double v = sqrt(f.vx * f.vx + f.vy * f.vy);
+template <class World>
+ARENA_HD bool try_launch(const Params& p, const Derived& d, const World& w, int i) {
+  if (!w.alive(i) || w.missiles_left(i) <= 0 || w.cooldown(i) > 1e-9) return false;
+  const double fx = w.x(i), fy = w.y(i), fvx = w.vx(i), fvy = w.vy(i);
+  const double v = sqrt(fvx * fvx + fvy * fvy);
   if (v < 1e-9) return false;
-  const double hx = f.vx / v, hy = f.vy / v;
+  const double hx = fvx / v, hy = fvy / v;
   const int team = team_of(p, i);
   int best = -1;
   double best_cos = -2.0;
   for (int j = 0; j < d.num_fighters; ++j) {
-    if (team_of(p, j) == team || !s.f[j].alive) continue;
-    const double rx = s.f[j].x - f.x, ry = s.f[j].y - f.y;
+    if (team_of(p, j) == team || !w.alive(j)) continue;
+    const double rx = w.x(j) - fx, ry = w.y(j) - fy;
     const double r = sqrt(rx * rx + ry * ry);
     if (r < 1e-9) continue;
     const double c = (hx * rx + hy * ry) / r;
@@ -241,18 +264,9 @@ ARENA_HD bool try_launch(const Params& p, const Derived& d, State& s, int i) {
     }
   }
   if (best < 0) return false;
-  const int slot = i * p.missiles_per_fighter + (p.missiles_per_fighter - f.missiles_left);
-  Missile& m = s.m[slot];
-  m.x = f.x + hx * p.launch_offset_m;
-  m.y = f.y + hy * p.launch_offset_m;
-  m.vx = f.vx;
-  m.vy = f.vy;
-  m.tof = 0.0;
-  m.owner = i;
-  m.target = best;
-  m.active = 1;
-  f.missiles_left -= 1;
-  f.cooldown = p.launch_cooldown_s;
+  const int slot = i * p.missiles_per_fighter + (p.missiles_per_fighter - w.missiles_left(i));
+  w.launch(slot, fx + hx * p.launch_offset_m, fy + hy * p.launch_offset_m, fvx, fvy, i, best,
+           p.launch_cooldown_s);
   return true;
 }
 
@@ -527,7 +541,8 @@ ARENA_HD void observe(const Params& p, const Derived& d, const State& s, float* 
 // A decision in three parts, so that the SIMD lanes path (midrange_lanes_step.h) runs the same
 // first and last parts around its own physics loop.
 // 1. Events cleared, actions turned into controls, launches.
-ARENA_HD void begin_decision(const Params& p, const Derived& d, State& s, const int32_t* actions,
+template <class World>
+ARENA_HD void begin_decision(const Params& p, const Derived& d, const World& w, const int32_t* actions,
                              EnvOut out, double* rudder, double* throttle) {
   const int nf = d.num_fighters;
   for (int i = 0; i < nf * NUM_EVENTS; ++i) out.events[i] = 0;
@@ -535,21 +550,18 @@ ARENA_HD void begin_decision(const Params& p, const Derived& d, State& s, const 
     const int32_t* a = actions + i * NUM_ACTION_DIMS;
     rudder[i] = 0.5 * (a[0] - 2);    // {-1, -.5, 0, .5, 1}
     throttle[i] = 0.5 * a[1];        // {0, .5, 1}
-    if (a[2] == 1 && try_launch(p, d, s, i)) out.events[i * NUM_EVENTS + EV_FIRED] += 1;
+    if (a[2] == 1 && try_launch(p, d, w, i)) out.events[i * NUM_EVENTS + EV_FIRED] += 1;
   }
 }
 
-// 3. Results written; a finished env reports its final observation and is reset in place.
-// observed: the observation of s as the physics left it is already written (into final_obs if
-// the match ended, else into obs), as the SIMD lanes path does.
-ARENA_HD void end_decision(const Params& p, const Derived& d, State& s, EnvOut out, int8_t outcome,
-                           int8_t reason, bool observed = false) {
-  const int nf = d.num_fighters;
-  s.decisions += 1;
+// 3a. Results written (rewards, terminal and truncation flags, outcome, and the episode length
+// `decisions` if it ended). Returns whether the match ended.
+ARENA_HD bool write_results(const Params& p, EnvOut out, int8_t outcome, int8_t reason, int32_t decisions) {
   *out.outcome = outcome;
   *out.end_reason = reason;
   const bool done = outcome != OUTCOME_NONE;
   *out.done = done ? 1 : 0;
+  const int nf = p.team_size[0] + p.team_size[1];
   for (int i = 0; i < nf; ++i) {
     float r = 0.0f;
     if (outcome == OUTCOME_TEAM0 || outcome == OUTCOME_TEAM1) r = team_of(p, i) == outcome ? 1.0f : -1.0f;
@@ -557,20 +569,25 @@ ARENA_HD void end_decision(const Params& p, const Derived& d, State& s, EnvOut o
     out.terminals[i] = done && reason != END_TIME_LIMIT ? 1 : 0;
     out.truncations[i] = reason == END_TIME_LIMIT ? 1 : 0;
   }
-  if (done) {
-    *out.episode_length = s.decisions;
-    if (!observed) observe(p, d, s, out.final_obs);
+  if (done) *out.episode_length = decisions;
+  return done;
+}
+
+// 3. Results written; a finished env reports its final observation and is reset in place.
+ARENA_HD void end_decision(const Params& p, const Derived& d, State& s, EnvOut out, int8_t outcome,
+                           int8_t reason) {
+  s.decisions += 1;
+  if (write_results(p, out, outcome, reason, s.decisions)) {
+    observe(p, d, s, out.final_obs);
     reset(p, s);
-    observe(p, d, s, out.obs);
-  } else if (!observed) {
-    observe(p, d, s, out.obs);
   }
+  observe(p, d, s, out.obs);
 }
 
 // One decision: fire, then frame_skip physics steps (fewer if the match ends), then the results.
 ARENA_HD void step(const Params& p, const Derived& d, State& s, const int32_t* actions, EnvOut out) {
   double rudder[MAX_FIGHTERS], throttle[MAX_FIGHTERS];
-  begin_decision(p, d, s, actions, out, rudder, throttle);
+  begin_decision(p, d, StateWorld{s}, actions, out, rudder, throttle);
   int8_t outcome = OUTCOME_NONE;
   int8_t reason = END_NONE;
   for (int k = 0; k < p.frame_skip && outcome == OUTCOME_NONE; ++k) {

@@ -1,8 +1,9 @@
 // The midrange physics of LANES envs at once, one env per SIMD lane (CPU only).
 //
-// The group's fighters and missiles live in structure-of-arrays lanes (Lanes) during a
-// decision (midrange_lanes_step.h); physics_step_lanes steps them with the shared equations of
-// midrange.h (integrate, pn_command, may_pass_within). Control flow that differs between envs
+// The CPU core keeps its envs in groups of LANES consecutive ones, each group's state in
+// structure-of-arrays lanes (Lanes) from one decision to the next, so that no step gathers or
+// scatters it (midrange_lanes_step.h); physics_step_lanes steps them with the shared equations
+// of midrange.h (integrate, pn_command, may_pass_within). Control flow that differs between envs
 // becomes lane masks: a missile slot is stepped where it is active, a fighter where it is
 // alive, an env while its match runs. The rare per-lane events (a hit, leaving the arena, the
 // end of a match) are settled lane by lane in the order the scalar physics_step settles them,
@@ -18,17 +19,93 @@ namespace midrange {
 
 constexpr int LANES = simd::LANES;
 
-// The moving parts of LANES envs; only the first num_fighters / num_missiles entries are used.
+// The state of LANES envs, one per lane, kept between decisions by the CPU core (a group of
+// consecutive envs); only the first num_fighters / num_missiles entries are used. put_lane and
+// get_lane convert one lane from and to a State, the form everything else reads.
 struct Lanes {
   vdouble fx[MAX_FIGHTERS], fy[MAX_FIGHTERS], fvx[MAX_FIGHTERS], fvy[MAX_FIGHTERS], cool[MAX_FIGHTERS];
-  vdouble rudder[MAX_FIGHTERS], thrust[MAX_FIGHTERS];
-  vmask alive[MAX_FIGHTERS], ammo[MAX_FIGHTERS];  // ammo: missiles left (fixed within a decision)
+  vmask alive[MAX_FIGHTERS];
   vdouble mx[MAX_MISSILES], my[MAX_MISSILES], mvx[MAX_MISSILES], mvy[MAX_MISSILES], tof[MAX_MISSILES];
   vmask active[MAX_MISSILES], target[MAX_MISSILES];
-  vmask running;  // lanes whose match is still on in this decision
-  vmask steps;    // physics steps this episode
+  vmask steps;  // physics steps this episode
+  int32_t missiles_left[MAX_FIGHTERS][LANES];
+  int32_t owner[MAX_MISSILES][LANES];
+  uint64_t rng[LANES];
+  int32_t decisions[LANES];
+  // Set for each decision.
+  vdouble rudder[MAX_FIGHTERS], thrust[MAX_FIGHTERS];
+  vmask ammo[MAX_FIGHTERS];  // missiles left (fixed within a decision)
+  vmask running;             // lanes whose match is on in this decision
   int8_t outcome[LANES], reason[LANES];
   int32_t* events[LANES];
+};
+
+// Lane l of group L := env state s.
+inline void put_lane(const Params& p, const Derived& d, const State& s, Lanes& L, int l) {
+  for (int i = 0; i < d.num_fighters; ++i) {
+    const Fighter& f = s.f[i];
+    L.fx[i][l] = f.x;
+    L.fy[i][l] = f.y;
+    L.fvx[i][l] = f.vx;
+    L.fvy[i][l] = f.vy;
+    L.cool[i][l] = f.cooldown;
+    L.alive[i][l] = f.alive ? -1 : 0;
+    L.missiles_left[i][l] = f.missiles_left;
+  }
+  for (int k = 0; k < d.num_fighters * p.missiles_per_fighter; ++k) {
+    const Missile& m = s.m[k];
+    L.mx[k][l] = m.x;
+    L.my[k][l] = m.y;
+    L.mvx[k][l] = m.vx;
+    L.mvy[k][l] = m.vy;
+    L.tof[k][l] = m.tof;
+    L.active[k][l] = m.active ? -1 : 0;
+    L.target[k][l] = m.target;
+    L.owner[k][l] = m.owner;
+  }
+  L.steps[l] = s.steps;
+  L.rng[l] = s.rng.state;
+  L.decisions[l] = s.decisions;
+}
+
+// Env state s := lane l of group L (the entities the game does not use are left as they are).
+inline void get_lane(const Params& p, const Derived& d, const Lanes& L, int l, State& s) {
+  for (int i = 0; i < d.num_fighters; ++i) {
+    s.f[i] = Fighter{L.fx[i][l], L.fy[i][l], L.fvx[i][l], L.fvy[i][l], L.cool[i][l], L.missiles_left[i][l],
+                     L.alive[i][l] ? 1 : 0};
+  }
+  for (int k = 0; k < d.num_fighters * p.missiles_per_fighter; ++k) {
+    s.m[k] = Missile{L.mx[k][l], L.my[k][l], L.mvx[k][l], L.mvy[k][l], L.tof[k][l], L.owner[k][l],
+                     static_cast<int32_t>(L.target[k][l]), L.active[k][l] ? 1 : 0};
+  }
+  s.steps = static_cast<int32_t>(L.steps[l]);
+  s.rng.state = L.rng[l];
+  s.decisions = L.decisions[l];
+}
+
+// Lane l of a group as a launch reads and writes it (StateWorld's accessors, midrange.h).
+struct LaneWorld {
+  Lanes& L;
+  int l;
+  bool alive(int i) const { return L.alive[i][l] != 0; }
+  int32_t missiles_left(int i) const { return L.missiles_left[i][l]; }
+  double cooldown(int i) const { return L.cool[i][l]; }
+  double x(int i) const { return L.fx[i][l]; }
+  double y(int i) const { return L.fy[i][l]; }
+  double vx(int i) const { return L.fvx[i][l]; }
+  double vy(int i) const { return L.fvy[i][l]; }
+  void launch(int slot, double x, double y, double vx, double vy, int owner, int target, double cooldown) const {
+    L.mx[slot][l] = x;
+    L.my[slot][l] = y;
+    L.mvx[slot][l] = vx;
+    L.mvy[slot][l] = vy;
+    L.tof[slot][l] = 0.0;
+    L.owner[slot][l] = owner;
+    L.target[slot][l] = target;
+    L.active[slot][l] = -1;
+    L.missiles_left[owner][l] -= 1;
+    L.cool[owner][l] = cooldown;
+  }
 };
 
 // The value of fighter array `a` at each lane's target among the enemies [e0, e1) of a slot.
@@ -201,13 +278,22 @@ inline void prefetch_bytes(const void* first, int bytes) {
   if (bytes > 0) prefetch_line(c + bytes - 1);  // the last line, where `first` is not line-aligned
 }
 
-// Asks the caches for the parts of a State that a decision reads: its fighters, the missile
-// slots in use and the counters. Each State lies on pages of its own, where the hardware
-// prefetcher does not follow, and a batch of them is far larger than the caches.
-inline void prefetch_state(const Params& p, const Derived& d, const State& s) {
-  prefetch_bytes(s.f, static_cast<int>(sizeof(Fighter)) * d.num_fighters);
-  prefetch_bytes(s.m, static_cast<int>(sizeof(Missile)) * d.num_fighters * p.missiles_per_fighter);
-  prefetch_bytes(&s.rng, static_cast<int>(sizeof(State) - offsetof(State, rng)));
+// Asks the caches for part `part` of `parts` of what a decision of group G reads: the used
+// entries of each of its arrays (a group is far larger than them, and the groups of a batch far
+// larger than the caches). Part j holds arrays j, j + parts, ...
+inline void prefetch_group(const Params& p, const Derived& d, const Lanes& G, int part, int parts) {
+  const int fighters = static_cast<int>(sizeof(vdouble)) * d.num_fighters;
+  const int missiles = fighters * p.missiles_per_fighter;
+  const struct {
+    const void* first;
+    int bytes;
+  } arrays[] = {{G.mx, missiles}, {G.my, missiles}, {G.mvx, missiles}, {G.mvy, missiles},
+                {G.tof, missiles}, {G.active, missiles}, {G.target, missiles}, {G.fx, fighters},
+                {G.fy, fighters}, {G.fvx, fighters}, {G.fvy, fighters}, {G.cool, fighters},
+                {G.alive, fighters}, {G.missiles_left, static_cast<int>(sizeof(G.missiles_left[0])) * d.num_fighters},
+                {&G.steps, static_cast<int>(sizeof(G.steps))}};
+  const int n = static_cast<int>(sizeof(arrays) / sizeof(arrays[0]));
+  for (int a = part; a < n; a += parts) prefetch_bytes(arrays[a].first, arrays[a].bytes);
 }
 
 }  // namespace midrange

@@ -77,9 +77,7 @@ inline void bearing_lanes(vdouble hx, vdouble hy, vdouble rx, vdouble ry, vdoubl
 }
 
 // The lane-wise part of observe(): every feature of every lane's env, staged in O.
-// `states` are the envs of the lanes (missile counts are read there), lanes past n repeat env 0.
-inline void stage_observation(const Params& p, const Derived& d, const Lanes& L, const State* states, int n,
-                              LaneObs& O) {
+inline void stage_observation(const Params& p, const Derived& d, const Lanes& L, LaneObs& O) {
   const int nf = d.num_fighters;
   const int nm = nf * p.missiles_per_fighter;
   vdouble hx[MAX_FIGHTERS], hy[MAX_FIGHTERS], speed[MAX_FIGHTERS];
@@ -93,7 +91,7 @@ inline void stage_observation(const Params& p, const Derived& d, const Lanes& L,
     speed[i] = v;
     // Own state.
     vdouble left;
-    for (int l = 0; l < LANES; ++l) left[l] = states[l < n ? l : 0].f[i].missiles_left;
+    for (int l = 0; l < LANES; ++l) left[l] = L.missiles_left[i][l];
     const vdouble x = L.fx[i], y = L.fy[i];
     const vdouble dist_c = vsqrt(x * x + y * y);
     vfloat* s = O.self[i];
