@@ -58,8 +58,10 @@ struct LaneObs {
   Staged own[MAX_MISSILES];     // missile k as its owner sees it
   vdouble missile_key[MAX_MISSILES];
   // rank[i][list][k - k0]: the place of slot k in fighter i's list (0: threats, 1: own), or
-  // tracked_missiles and more where it is not shown; only for lists of at most MAX_RANKED.
+  // tracked_missiles and more where it is not shown; shown[i][list]: bit k - k0 set where slot
+  // k is shown. Only for lists of at most MAX_RANKED.
   vmask rank[MAX_FIGHTERS][2][MAX_RANKED];
+  vmask shown[MAX_FIGHTERS][2];
 };
 
 // Lane-wise inverse_length: 1 / r, or 0 below 1e-9.
@@ -185,6 +187,11 @@ inline void stage_observation(const Params& p, const Derived& d, const Lanes& L,
         for (int b = a + 1; b < k1; ++b) before += listed[b - k0] & (O.missile_key[b] < key);
         O.rank[i][list][a - k0] = listed[a - k0] ? -before : simd::splat_int(p.tracked_missiles);
       }
+      vmask shown = simd::splat_int(0);
+      for (int a = k0; a < k1; ++a) {
+        shown |= (O.rank[i][list][a - k0] < p.tracked_missiles) & simd::splat_int(int64_t{1} << (a - k0));
+      }
+      O.shown[i][list] = shown;
     }
   }
 }
@@ -222,8 +229,8 @@ inline void write_observation(const Params& p, const Derived& d, const Lanes& L,
       block += FIGHTER_FEATURES * (enemies ? d.max_team : d.max_team - 1);
     }
     // Threats: the enemies' missiles in flight at me. Own: mine in flight. Each by range to
-    // its target. Short lists are placed by their lane-wise ranks: the shown slots are found
-    // without branching, then visited one by one. Longer ones are gathered without branching
+    // its target. Short lists are placed by their lane-wise ranks: the shown slots are marked
+    // lane-wise (a bit each), then visited one by one. Longer ones are gathered without branching
     // on which slots are in flight, and sorted.
     for (int pass = 0; pass < 2; ++pass) {
       const bool threats = pass == 0;
@@ -232,10 +239,8 @@ inline void write_observation(const Params& p, const Derived& d, const Lanes& L,
       missile_list(p, i, threats, k0, k1);
       if (k1 - k0 <= MAX_RANKED) {
         const vmask* rank = O.rank[i][pass];
-        unsigned shown = 0;
-        for (int k = k0; k < k1; ++k) shown |= static_cast<unsigned>(rank[k - k0][l] < p.tracked_missiles) << (k - k0);
-        for (; shown != 0; shown &= shown - 1) {
-          const int a = __builtin_ctz(shown);
+        for (uint64_t shown = static_cast<uint64_t>(O.shown[i][pass][l]); shown != 0; shown &= shown - 1) {
+          const int a = __builtin_ctzll(shown);
           copy_lane(staged[k0 + a], l, MISSILE_FEATURES, block + rank[a][l] * MISSILE_FEATURES);
         }
         block += MISSILE_FEATURES * p.tracked_missiles;
