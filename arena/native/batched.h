@@ -60,7 +60,8 @@ class Batched {
       : ctx_(ctx), num_envs_(num_envs), states_(num_envs), pool_(num_threads),
         lanes_(simd && device == "cpu" ? LaneStepper<G>::width : 1) {
     // On SIMD lanes the envs live in groups of lanes_ consecutive ones, in lane layout; states_
-    // is then a copy made on demand (states()) and written back by upload().
+    // is then a copy made on demand (states()), written back by upload() and dropped by
+    // release_states().
     if (lanes_ > 1) groups_.resize((num_envs + lanes_ - 1) / lanes_);
     if (device == "cuda") {
 #ifdef ARENA_WITH_CUDA
@@ -101,6 +102,7 @@ class Batched {
 
   // Reseeds env e with seeds[e] and starts a new match in it.
   void reset(const uint64_t* seeds, const BatchBuffers& out) {
+    states_.resize(num_envs_);
     for (int e = 0; e < num_envs_; ++e) {
       states_[e].rng.state = mix64(seeds[e]);
       G::reset(ctx_, states_[e]);
@@ -109,6 +111,7 @@ class Batched {
       clear(o);
     }
     upload();
+    release_states();
   }
 
   // One decision for envs [begin, end). `actions` holds every row; only this range is read.
@@ -148,10 +151,16 @@ class Batched {
     });
   }
 
-  // Host copies of the states, for world_state() and tests; upload() after editing.
+  // Host copies of the states, for world_state() and tests; upload() after editing, and
+  // release_states() when done with them.
   std::vector<State>& states() {
+    states_.resize(num_envs_);
     download();
     return states_;
+  }
+  // On SIMD lanes, frees the host copies (the groups hold the envs); elsewhere they are the envs.
+  void release_states() {
+    if (lanes_ > 1) std::vector<State>().swap(states_);
   }
   void upload() {
 #ifdef ARENA_WITH_CUDA

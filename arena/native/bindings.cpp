@@ -198,6 +198,7 @@ py::dict midrange_world_state(PyBatch<MidrangeGame>& b) {
   d["missile_x"] = mx; d["missile_y"] = my; d["missile_vx"] = mvx; d["missile_vy"] = mvy;
   d["missile_tof"] = mtof; d["missile_owner"] = mowner; d["missile_target"] = mtarget;
   d["missile_active"] = mactive; d["physics_steps"] = steps; d["decisions"] = decisions;
+  b.batch_.release_states();
   return d;
 }
 
@@ -261,6 +262,7 @@ void midrange_set_world_state(PyBatch<MidrangeGame>& b, const py::dict& d) {
   }
   b.batch_.upload();
   b.batch_.observe_all(b.buffers());
+  b.batch_.release_states();
 }
 
 py::dict rpsw_world_state(PyBatch<RpswGame>& b) {
@@ -277,6 +279,7 @@ py::dict rpsw_world_state(PyBatch<RpswGame>& b) {
   d["round"] = round;
   d["score"] = score;
   d["last_throw"] = last;
+  b.batch_.release_states();
   return d;
 }
 
