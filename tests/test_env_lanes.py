@@ -164,3 +164,35 @@ def test_ranges_that_share_a_simd_group_may_be_stepped_from_two_python_threads()
             alone.step(a, 13, num_envs)
             assert_same(shared, alone, f"after decision {t}")
     assert_same_world(shared, alone)
+
+
+def test_missiles_closing_from_any_range_hit_at_the_same_step_on_both_paths():
+    # The lanes path skips the hit test of missiles too far from their targets to hit within
+    # the decision. Missiles fired head-on from 150 m to 3 km (a range per env, so the lanes of
+    # a group are near and far) must hit exactly when the scalar path says, and all of them do.
+    num_envs = 16
+    ranges = np.linspace(150.0, 3000.0, num_envs)
+    batches = [core((1, 1), num_envs, simd=simd) for simd in (True, False)]
+    for batch in batches:
+        ws = batch.world_state()
+        ws["fighter_x"][:, 0], ws["fighter_y"][:, 0] = 0.0, 0.0
+        ws["fighter_x"][:, 1], ws["fighter_y"][:, 1] = ranges, 0.0
+        ws["fighter_vx"][:, 0], ws["fighter_vy"][:, 0] = 300.0, 0.0
+        ws["fighter_vx"][:, 1], ws["fighter_vy"][:, 1] = -300.0, 0.0
+        ws["missile_x"][:, 0], ws["missile_y"][:, 0] = 20.0, 0.0
+        ws["missile_vx"][:, 0], ws["missile_vy"][:, 0] = 900.0, 0.0
+        ws["missile_tof"][:, 0] = 0.0
+        ws["missile_owner"][:, 0], ws["missile_target"][:, 0] = 0, 1
+        ws["missile_active"][:, 0] = True
+        batch.set_world_state(ws)
+    a = np.zeros((num_envs * 2, 3), dtype=np.int32)
+    a[:, 0] = 2  # straight on, no throttle, no fire
+    hit_at = np.full(num_envs, -1)
+    for t in range(12):
+        for batch in batches:
+            batch.step(a, 0, num_envs)
+        assert_same(batches[0], batches[1], f"after decision {t}")
+        hits = batches[1].events.reshape(num_envs, 2, -1)[:, 0, 1] > 0
+        hit_at[hits & (hit_at < 0)] = t
+    assert (hit_at >= 0).all(), f"missed: {ranges[hit_at < 0]}"
+    assert (np.diff(hit_at) >= 0).all() and hit_at[-1] > hit_at[0]  # farther, later

@@ -36,6 +36,7 @@ struct Lanes {
   vdouble rudder[MAX_FIGHTERS], thrust[MAX_FIGHTERS];
   vmask ammo[MAX_FIGHTERS];  // missiles left (fixed within a decision)
   vmask running;             // lanes whose match is on in this decision
+  bool far[MAX_MISSILES];    // slot k cannot hit in this decision (mark_far_missiles)
   int8_t outcome[LANES], reason[LANES];
   int32_t* events[LANES];
 };
@@ -133,6 +134,39 @@ inline void enemies_of_slot(const Params& p, int k, int& e0, int& e1) {
   }
 }
 
+// Marks the missile slots that cannot hit anything in this decision: in every running lane
+// where the slot is in flight, its target is farther than the two can close in frame_skip
+// physics steps. Within a step a body's speed grows by at most (thrust + max_g g) dt (the drag
+// opposes the velocity and cannot reverse it while C v dt <= 1/2, C the largest drag
+// coefficient; the turn acceleration is capped at max_g g), so in n steps it covers at most
+// n dt (v0 + n dt (thrust + max_g g)). The margins cover rounding. The physics skips the hit
+// test of marked slots; it changes no result, only spares the work while missiles are far.
+inline void mark_far_missiles(const Params& p, const Derived& d, Lanes& L) {
+  const int nm = d.num_fighters * p.missiles_per_fighter;
+  const double n_dt = p.frame_skip * p.dt;
+  const double m_growth = n_dt * (d.m_thrust + p.missile_max_g * p.g);
+  const double f_growth = n_dt * (d.f_thrust + p.fighter_max_g * p.g);
+  const double m_drag = (d.m_cd0 + d.m_k * d.m_inv_rmin * d.m_inv_rmin) * p.dt;
+  const double f_drag = (d.f_cd0 + d.f_k * d.f_inv_rmin * d.f_inv_rmin) * p.dt;
+  for (int k = 0; k < nm; ++k) {
+    const vmask m = L.active[k] & L.running;
+    if (!simd::any(m)) {
+      L.far[k] = true;
+      continue;
+    }
+    int e0, e1;
+    enemies_of_slot(p, k, e0, e1);
+    const vmask t = L.target[k];
+    const vdouble tvx = at_target(L.fvx, t, e0, e1), tvy = at_target(L.fvy, t, e0, e1);
+    const vdouble vm = vsqrt(L.mvx[k] * L.mvx[k] + L.mvy[k] * L.mvy[k]) + m_growth;
+    const vdouble vt = vsqrt(tvx * tvx + tvy * tvy) + f_growth;
+    const vdouble reach = (vm + vt) * (n_dt * 1.001) + (p.hit_radius_m + 1.0);
+    const vdouble dx = at_target(L.fx, t, e0, e1) - L.mx[k], dy = at_target(L.fy, t, e0, e1) - L.my[k];
+    const vmask apart = (vm * m_drag <= 0.5) & (vt * f_drag <= 0.5) & (dx * dx + dy * dy > reach * reach);
+    L.far[k] = !simd::any(m & ~apart);
+  }
+}
+
 // One physics step of every running lane: midrange::physics_step, lane-wise.
 inline void physics_step_lanes(const Params& p, const Derived& d, Lanes& L) {
   const int nf = d.num_fighters;
@@ -181,16 +215,22 @@ inline void physics_step_lanes(const Params& p, const Derived& d, Lanes& L) {
     L.mvx[k] = vselect(m, vx, L.mvx[k]);
     L.mvy[k] = vselect(m, vy, L.mvy[k]);
     L.tof[k] = vselect(m, L.tof[k] + p.dt, L.tof[k]);
-    // Swept hit test on a target alive at the start of the step; the exact test runs only in
-    // the lanes the cheap bound lets through.
+    // Swept hit test on a target alive at the start of the step (none where the slot is far
+    // from its target in every lane); the exact test runs only in the lanes the cheap bound
+    // lets through.
+    vmask hit = simd::splat_int(0);
     int e0, e1;
     enemies_of_slot(p, k, e0, e1);
     const vmask t = L.target[k];
-    const vdouble tx0 = at_target(fx0, t, e0, e1), ty0 = at_target(fy0, t, e0, e1);
-    const vdouble tx1 = at_target(L.fx, t, e0, e1), ty1 = at_target(L.fy, t, e0, e1);
-    const vmask near = m & at_target(alive0, t, e0, e1) &
-                       may_pass_within(mx0, my0, L.mx[k], L.my[k], tx0, ty0, tx1, ty1, hit2);
-    vmask hit = simd::splat_int(0);
+    vdouble tx0, ty0, tx1, ty1;
+    vmask near = hit;
+    if (!L.far[k]) {
+      tx0 = at_target(fx0, t, e0, e1);
+      ty0 = at_target(fy0, t, e0, e1);
+      tx1 = at_target(L.fx, t, e0, e1);
+      ty1 = at_target(L.fy, t, e0, e1);
+      near = m & at_target(alive0, t, e0, e1) & may_pass_within(mx0, my0, L.mx[k], L.my[k], tx0, ty0, tx1, ty1, hit2);
+    }
     if (simd::any(near)) {
       const int owner = k / p.missiles_per_fighter;
       for (int l = 0; l < LANES; ++l) {

@@ -44,6 +44,7 @@ inline void step_group(const Params& p, const Derived& d, Lanes& L, int lo, int 
   for (int i = 0; i < nf; ++i) {
     for (int l = 0; l < LANES; ++l) L.ammo[i][l] = L.missiles_left[i][l] > 0 ? -1 : 0;
   }
+  mark_far_missiles(p, d, L);
   for (int k = 0; k < p.frame_skip && simd::any(L.running); ++k) {
     if (next != nullptr) prefetch_group(p, d, *next, k, p.frame_skip);
     physics_step_lanes(p, d, L);
