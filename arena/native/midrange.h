@@ -429,6 +429,23 @@ ARENA_HD void sort_by_key(double* key, int* idx, int n) {
   }
 }
 
+// The other fighters on fighter i's side (allies) or the other side (enemies), in index
+// order into idx, then sorted by key_of(j) (stable); returns how many.
+template <class KeyOf>
+ARENA_HD int sorted_fighters(const Params& p, const Derived& d, int i, bool enemies, KeyOf key_of, int* idx) {
+  const int team = team_of(p, i);
+  double key[MAX_FIGHTERS];
+  int n = 0;
+  for (int j = 0; j < d.num_fighters; ++j) {
+    if (j == i || (team_of(p, j) != team) != enemies) continue;
+    key[n] = key_of(j);
+    idx[n] = j;
+    ++n;
+  }
+  sort_by_key(key, idx, n);
+  return n;
+}
+
 ARENA_HD void write_fighter(const Fighter& me, double hx, double hy, const Fighter& o, const Derived& d,
                             float* out) {
   out[0] = 1.0f;
@@ -486,21 +503,14 @@ ARENA_HD void observe_fighter(const Params& p, const Derived& d, const State& s,
   out[7] = static_cast<float>(1.0 - static_cast<double>(s.steps) * d.inv_max_steps);
 
   // Enemies then allies, each alive ones by range, then the dead, then padding.
-  const int team = team_of(p, i);
   float* block = out + SELF_FEATURES;
   for (int pass = 0; pass < 2; ++pass) {
     const bool enemies = pass == 0;
-    double key[MAX_FIGHTERS];
     int idx[MAX_FIGHTERS];
-    int n = 0;
-    for (int j = 0; j < d.num_fighters; ++j) {
-      if (j == i || (team_of(p, j) != team) != enemies) continue;
+    const int n = sorted_fighters(p, d, i, enemies, [&](int j) {
       const double rx = s.f[j].x - me.x, ry = s.f[j].y - me.y;
-      key[n] = s.f[j].alive ? rx * rx + ry * ry : 1e300;
-      idx[n] = j;
-      ++n;
-    }
-    sort_by_key(key, idx, n);
+      return s.f[j].alive ? rx * rx + ry * ry : 1e300;
+    }, idx);
     for (int a = 0; a < n; ++a) write_fighter(me, hx, hy, s.f[idx[a]], d, block + a * FIGHTER_FEATURES);
     block += FIGHTER_FEATURES * (enemies ? d.max_team : d.max_team - 1);
   }

@@ -211,20 +211,11 @@ inline void write_observation(const Params& p, const Derived& d, const Lanes& L,
     if (!L.alive[i][l]) continue;  // a dead fighter's row is all zeros
     float* out = rows + i * dim;
     for (int c = 0; c < SELF_FEATURES; ++c) out[c] = O.self[i][c][l];
-    const int team = team_of(p, i);
     float* block = out + SELF_FEATURES;
     for (int pass = 0; pass < 2; ++pass) {
       const bool enemies = pass == 0;
-      double key[MAX_FIGHTERS];
       int idx[MAX_FIGHTERS];
-      int n = 0;
-      for (int j = 0; j < nf; ++j) {
-        if (j == i || (team_of(p, j) != team) != enemies) continue;
-        key[n] = O.pair_key[i * nf + j][l];
-        idx[n] = j;
-        ++n;
-      }
-      sort_by_key(key, idx, n);
+      const int n = sorted_fighters(p, d, i, enemies, [&](int j) { return O.pair_key[i * nf + j][l]; }, idx);
       for (int a = 0; a < n; ++a) copy_lane(O.pair[i * nf + idx[a]], l, FIGHTER_FEATURES, block + a * FIGHTER_FEATURES);
       block += FIGHTER_FEATURES * (enemies ? d.max_team : d.max_team - 1);
     }
