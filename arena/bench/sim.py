@@ -9,7 +9,7 @@ Two workloads, each a tape of actions fixed before the timing starts:
   racks within seconds, so about 11 missiles are in flight per 1v1 match: the heaviest load the
   game has, a stress test.
 - pilots: the heuristic pilots on both sides, recorded once and replayed (their own compute is
-  not timed). They fire at a sensible range and defend, as trained agents do: a real fight.
+  not timed). They fire at a sensible range, one missile at a time, and defend: a real fight.
 Both the core and the NumPy reference play the same tape from the same seed, so they simulate
 the same matches: the reference is timed from the core's world state at three points of the
 core's run (its speed depends on the missiles in flight).
@@ -160,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="random workload: chance a fighter asks to fire each decision (0.5: uniform "
                         "random actions, about 11 missiles in flight per 1v1 match; 0: no missiles)")
     args = parser.parse_args(argv)
+    for name in ("envs", "decisions", "repeats", "reference_envs", "reference_decisions"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if args.reference_envs > args.envs:
         parser.error(f"--reference-envs {args.reference_envs} must not exceed --envs {args.envs}")
 
