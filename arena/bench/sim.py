@@ -95,7 +95,8 @@ def reference_rate(team_sizes: tuple[int, int], num_envs: int, decisions: int, t
                    points: list[tuple[int, dict[str, np.ndarray]]]) -> float:
     """Physics steps/s of the NumPy reference on the first ``num_envs`` matches of the tape:
     from each (position, world state of the core there) of ``points``, ``decisions`` decisions
-    of the tape. The two simulate the same matches bit for bit; the reference would take
+    of the tape. The two simulate the same matches bit for bit (a match that ends meanwhile
+    restarts from another spawn: the world state holds no generator); the reference would take
     minutes to get there on its own, and its speed depends on the missiles in flight."""
     from arena.envs.reference.midrange import MidrangeReference
 

@@ -83,6 +83,8 @@ inline void stage_observation(const Params& p, const Derived& d, const Lanes& L,
   const int nf = d.num_fighters;
   const int nm = nf * p.missiles_per_fighter;
   vdouble hx[MAX_FIGHTERS], hy[MAX_FIGHTERS], speed[MAX_FIGHTERS];
+  vdouble steps;
+  for (int l = 0; l < LANES; ++l) steps[l] = static_cast<double>(L.steps[l]);
   for (int i = 0; i < nf; ++i) {
     const vdouble vx = L.fvx[i], vy = L.fvy[i];
     const vdouble v = vsqrt(vx * vx + vy * vy);
@@ -103,8 +105,6 @@ inline void stage_observation(const Params& p, const Derived& d, const Lanes& L,
     s[4] = to_float((p.arena_radius_m - dist_c) * INV_RANGE_SCALE);
     s[5] = to_float(left * d.inv_missiles_per_fighter);
     s[6] = to_float(p.launch_cooldown_s > 0 ? L.cool[i] * d.inv_launch_cooldown : simd::splat(0.0));
-    vdouble steps;
-    for (int l = 0; l < LANES; ++l) steps[l] = static_cast<double>(L.steps[l]);
     s[7] = to_float(1.0 - steps * d.inv_max_steps);
   }
   // Every other fighter as fighter i sees it (write_fighter).
