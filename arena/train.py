@@ -135,7 +135,9 @@ def build_trainer(
 def build_reward_fn(cfg: Any) -> Any:
     from arena.rewards import build_reward
 
-    return build_reward(_plain(cfg.reward.terms))
+    trainer = cfg.trainer
+    return build_reward(_plain(cfg.reward.terms),
+                        discount=(float(trainer.gamma), bool(trainer.bootstrap_truncation)))
 
 
 def open_league(cfg: Any, run_dir: Path, resuming: bool = False) -> Any:

@@ -131,3 +131,26 @@ def test_loading_a_corrupted_policy_file_names_the_path(tmp_path) -> None:
     path.write_bytes(b"not a torch file at all")
     with pytest.raises(ValueError, match="broken.pt"):
         load_policy(path)
+
+
+def test_a_fresh_policy_acts_with_its_action_prior():
+    prior = [[0.2, 0.2, 0.2, 0.2, 0.2], [0.2, 0.2, 0.6], [0.97, 0.03]]
+    torch.manual_seed(0)
+    policy = Policy(11, [5, 3, 2], action_prior=prior)
+    obs = torch.randn(256, 11)
+    with torch.no_grad():
+        logits, _, _ = policy.forward_step(obs, policy.initial_state(256), torch.ones(256, dtype=torch.bool))
+    for head, probs in zip(logits, prior, strict=True):
+        torch.testing.assert_close(head.softmax(-1).mean(0), torch.tensor(probs), atol=0.01, rtol=0)
+    assert "action_prior" not in policy.spec  # an initialisation, not part of the architecture
+
+
+@pytest.mark.parametrize("prior", [
+    [[0.5, 0.5]],  # one head for three
+    [[0.2] * 5, [0.5, 0.5], [0.5, 0.5]],  # wrong size
+    [[0.2] * 5, [0.2, 0.2, 0.6], [1.0, 0.0]],  # a zero probability
+    [[0.2] * 5, [0.2, 0.2, 0.7], [0.5, 0.5]],  # does not sum to 1
+])
+def test_a_malformed_action_prior_is_refused(prior):
+    with pytest.raises(ValueError, match="action_prior"):
+        Policy(11, [5, 3, 2], action_prior=prior)

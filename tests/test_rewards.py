@@ -78,7 +78,8 @@ def fighter_obs(
 def test_outcome_term_equals_the_core_reward_and_shaping_leaves_env_results_untouched():
     shaped_env = arena.make("midrange", num_envs=4, num_threads=1, **CLOSE_FIGHT)
     plain_env = arena.make("midrange", num_envs=4, num_threads=1, **CLOSE_FIGHT)
-    reward = build_reward({"outcome": {"_target_": "outcome", "weight": 1.0}} | ALL_BUILTINS)
+    terms = {"outcome": {"_target_": "outcome", "weight": 1.0}} | ALL_BUILTINS
+    reward = build_reward(terms, discount=(0.99, False))
     plain = rollout(plain_env, 110)
     ended = 0
     for batch, infos in rollout(shaped_env, 110):
@@ -335,3 +336,57 @@ def test_a_reward_base_subclass_without_call_says_what_to_implement():
 
     with pytest.raises(NotImplementedError, match=r"__call__\(batch\)"):
         CompositeReward({"empty": (1.0, Empty())})(small_batch())
+
+
+def test_shaping_takes_the_trainers_discount_and_truncation_handling():
+    reward = build_reward({"pointing": {"_target_": "pointing"}}, discount=(0.995, True))
+    term = reward.terms["pointing"][1]
+    assert (term.gamma, term.bootstrap_truncation) == (0.995, True)
+    same = build_reward({"pointing": {"_target_": "pointing", "gamma": 0.995}}, discount=(0.995, True))
+    assert same.terms["pointing"][1].gamma == 0.995
+
+
+@pytest.mark.parametrize("entry", [{"gamma": 0.99}, {"bootstrap_truncation": False}])
+def test_shaping_with_another_discount_than_the_trainers_is_refused(entry):
+    with pytest.raises(RewardError, match=r"'pointing'.*differs from the trainer's"):
+        build_reward({"pointing": {"_target_": "pointing", **entry}}, discount=(0.995, True))
+
+
+def test_shaping_without_a_discount_refuses_to_run():
+    obs = fighter_obs()
+    with pytest.raises(RewardError, match="gamma is unset"):
+        build_reward({"pointing": {"_target_": "pointing"}})(midrange_batch(obs, obs))
+
+
+def test_a_stalemate_costs_both_sides_and_a_decided_match_costs_nothing():
+    obs = np.concatenate([fighter_obs(), fighter_obs(), fighter_obs(), fighter_obs()])
+    draw = dataclasses.replace(midrange_batch(obs, obs, done=True))
+    won = dataclasses.replace(draw, outcome_reward=np.array([1, -1, 1, -1], np.float32))
+    running = midrange_batch(obs, obs, done=False)
+    term = BUILTIN_TERMS["stalemate"]()
+    np.testing.assert_array_equal(term(draw), [-1, -1, -1, -1])
+    np.testing.assert_array_equal(term(won), [0, 0, 0, 0])
+    np.testing.assert_array_equal(term(running), [0, 0, 0, 0])
+
+
+def test_an_annealed_weight_moves_linearly_to_its_end_then_stays():
+    reward = build_reward({
+        "outcome": {"_target_": "outcome"},
+        "kill": {"_target_": "kill", "weight": 0.5, "anneal_steps": 1000},
+        "death": {"_target_": "death", "weight": 0.0, "weight_end": 1.0, "anneal_steps": 100},
+    })
+    assert reward.weights == {"outcome": 1.0, "kill": 0.5, "death": 0.0}
+    reward.set_step(500)
+    assert reward.weights == pytest.approx({"outcome": 1.0, "kill": 0.25, "death": 1.0})
+    reward.set_step(5000)
+    assert reward.weights == pytest.approx({"outcome": 1.0, "kill": 0.0, "death": 1.0})
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"anneal_steps": 0}, "anneal_steps=0 must be an integer >= 1"),
+    ({"weight_end": 0.5}, "weight_end=0.5 needs anneal_steps"),
+    ({"anneal_steps": 10, "weight_end": float("nan")}, "weight must be a finite number"),
+])
+def test_bad_weight_schedules_are_refused_by_name(extra, message):
+    with pytest.raises(RewardError, match=message):
+        build_reward({"kill": {"_target_": "kill", **extra}})

@@ -47,7 +47,7 @@ def test_learner_rows_are_team_0_plus_team_1_of_mirror_envs() -> None:
     assert opp.learner_row_mask.tolist() == [True, True, True, False, True, True, True, False]
     groups = opp.groups(0, 4)
     assert groups.learner_count == 6
-    assert [(p, rows.tolist()) for p, rows, _ in groups.opponents] == [(1, [3, 7])]
+    assert [(p, rows.tolist()) for p, rows in groups.scripted] == [(1, [3, 7])]
     assert isinstance(opp.groups(0, 2).learner, torch.Tensor)
     opp.set_assignment(np.array([1, 3]), ["mirror", "mirror"])
     assert opp.groups(0, 2).learner == slice(0, 4)  # all learner rows: a slice, no gather

@@ -98,6 +98,7 @@ class Policy(nn.Module):
         hidden_size: int = 128,
         lstm_size: int = 128,
         encoder_layers: int = 1,
+        action_prior: Sequence[Sequence[float]] | None = None,
     ) -> None:
         super().__init__()
         if obs_dim < 1 or hidden_size < 1 or lstm_size < 1 or encoder_layers < 1:
@@ -121,6 +122,8 @@ class Policy(nn.Module):
         self.critic = nn.Linear(lstm_size, 1)
         self.heads = MultiDiscreteHeads(self.action_nvec)
         self._init_weights()  # last: after nn.LSTMCell's own reset_parameters
+        if action_prior is not None:
+            self.set_action_prior(action_prior)
 
     def _init_weights(self) -> None:
         with torch.no_grad():
@@ -137,6 +140,24 @@ class Policy(nn.Module):
             nn.init.zeros_(self.actor.bias)
             nn.init.orthogonal_(self.critic.weight, CRITIC_GAIN)
             nn.init.zeros_(self.critic.bias)
+
+    def set_action_prior(self, probs: Sequence[Sequence[float]]) -> None:
+        """Sets the actor's biases so that a fresh policy (near-zero head weights) acts with these
+        per-head probabilities, e.g. a rare fire action. Only the initial distribution changes: the
+        biases are learnt like any weight, and the prior is not part of ``spec``."""
+        if len(probs) != len(self.action_nvec) or any(
+            len(p) != n for p, n in zip(probs, self.action_nvec, strict=False)
+        ):
+            raise ValueError(f"action_prior needs one list of probabilities per head with sizes "
+                             f"{self.action_nvec}, got {[len(p) for p in probs]}")
+        for p in probs:
+            positive = all(math.isfinite(float(x)) and float(x) > 0.0 for x in p)
+            if not positive or abs(sum(map(float, p)) - 1) > 1e-3:
+                raise ValueError(f"action_prior {list(p)} must be positive probabilities summing to 1")
+        with torch.no_grad():
+            for bias, p in zip(self.actor.bias.split(self.action_nvec), probs, strict=True):
+                logp = torch.tensor([math.log(float(x)) for x in p], dtype=bias.dtype)
+                bias.copy_(logp - logp.mean())
 
     # ------------------------------------------------------------------ description
 
@@ -209,14 +230,12 @@ class Policy(nn.Module):
         if torch.is_grad_enabled() or torch.compiler.is_compiling():  # the compiler fuses on its own
             return self.lstm(x, state)
         h, c = state
-        ones = torch.ones(x.shape[0], 1, dtype=x.dtype, device=x.device)
-        gates = torch.mm(torch.cat([x, h, ones], dim=1), self._fused_lstm_weight()).sigmoid_()
-        i, f, g, o = gates.chunk(4, dim=1)
-        c = torch.addcmul(f * c, i, g.mul_(2.0).sub_(1.0))
-        return o * torch.tanh(c), c
+        gates = torch.mm(lstm_input(x, h), self.fused_lstm_weight())
+        return lstm_cell_from_gates(gates, c)
 
-    def _fused_lstm_weight(self) -> Tensor:
-        """``[x, h, 1] @ W`` gives the gate pre-activations (g doubled); cached until the weights change."""
+    def fused_lstm_weight(self) -> Tensor:
+        """``[x, h, 1] @ W`` gives the gate pre-activations (g doubled); cached until the weights change.
+        For inference only (no gradient flows through the cache)."""
         params = (self.lstm.weight_ih, self.lstm.weight_hh, self.lstm.bias_ih, self.lstm.bias_hh)
         key = tuple((p.data_ptr(), p._version) for p in params)
         if getattr(self, "_fused_key", None) != key:
@@ -227,6 +246,10 @@ class Policy(nn.Module):
             self._fused_weight = fused.t().contiguous()
             self._fused_key = key
         return self._fused_weight
+
+    def encoder_linears(self) -> list[nn.Linear]:
+        """The encoder's linear layers in order (each followed by a ReLU)."""
+        return [layer for layer in self.encoder if isinstance(layer, nn.Linear)]
 
     def value_step(self, obs: Tensor, state: LstmState, episode_start: Tensor) -> Tensor:
         """The critic's value of one observation per row (e.g. a final observation to bootstrap)."""
@@ -259,6 +282,19 @@ class Policy(nn.Module):
         if isinstance(logits, Tensor):
             return logits
         return logits[0] if len(logits) == 1 else torch.cat(list(logits), dim=-1)
+
+
+def lstm_input(x: Tensor, h: Tensor) -> Tensor:
+    """``[x, h, 1]``: the input of the fused LSTM gate product (``Policy.fused_lstm_weight``)."""
+    ones = torch.ones(x.shape[0], 1, dtype=x.dtype, device=x.device)
+    return torch.cat([x, h, ones], dim=1)
+
+
+def lstm_cell_from_gates(gates: Tensor, c: Tensor) -> LstmState:
+    """The new ``(h, c)`` from the fused gate pre-activations (g doubled; ``gates`` is overwritten)."""
+    i, f, g, o = gates.sigmoid_().chunk(4, dim=1)
+    c = torch.addcmul(f * c, i, g.mul_(2.0).sub_(1.0))
+    return o * torch.tanh(c), c
 
 
 def policy_from_payload(payload: dict[str, Any], source: str = "<payload>") -> Policy:

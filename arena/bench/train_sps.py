@@ -1,7 +1,9 @@
 """Training SPS: midrange 1v1 mirror self-play with the ~143k-parameter LSTM policy, with and without
 overlap (double buffering), and where the time goes.
 
-``python -m arena.bench train [--num-envs 2048] [--updates 5] [--mode both]``. SPS counts learner agent
+``python -m arena.bench train [--num-envs 2048] [--updates 5] [--mode both]``. With ``--league-pool N``
+it times league training with N snapshots in the pool against mirror training instead
+(``arena/bench/league_pool.py``). SPS counts learner agent
 steps (in mirror play every row) per second of wall time, collection and PPO update together. Each
 figure is the median over the measured updates, after warm-up updates that are not counted.
 
@@ -17,6 +19,7 @@ import argparse
 import statistics
 import time
 
+from arena.bench import league_pool
 from arena.trainer.config import PolicyConfig, TrainerConfig, available_cores
 from arena.trainer.opponents import FixedMix
 from arena.trainer.ppo import PPOTrainer
@@ -28,7 +31,9 @@ BARE_TORCH_ANCHOR = 105_000.0  # bare forward+backward+Adam samples/s, measured 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m arena.bench train", description=__doc__.splitlines()[0])
-    p.add_argument("--num-envs", type=int, default=2048, help="matches (rows = 2 x envs in 1v1)")
+    p.add_argument("--num-envs", type=int, default=None,
+                   help="matches (rows = 2 x envs in 1v1); default 2048, with --league-pool the "
+                        "trainer's 1024")
     p.add_argument("--updates", type=int, default=5, help="measured updates per mode")
     p.add_argument("--warmup", type=int, default=1, help="updates run before measuring")
     p.add_argument("--bptt-horizon", type=int, default=64)
@@ -39,6 +44,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--mode", choices=("both", "overlap", "sequential"), default="both")
     p.add_argument("--compile", action="store_true", help="torch.compile the policy")
     p.add_argument("--seed", type=int, default=0)
+    league_pool.add_arguments(p)
     return p.parse_args(argv)
 
 
@@ -117,6 +123,12 @@ def bare_torch_rate(args: argparse.Namespace, repeats: int = 5) -> float:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    if args.league_pool is not None:
+        if args.league_pool < 0:
+            raise SystemExit(f"--league-pool {args.league_pool}: allowed an integer >= 0")
+        args.num_envs = args.num_envs or TrainerConfig().num_envs
+        return league_pool.main(args)
+    args.num_envs = args.num_envs or 2048
     modes = {"both": (True, False), "overlap": (True,), "sequential": (False,)}[args.mode]
     cores = available_cores()
     print(

@@ -104,6 +104,17 @@ class LeagueExploiterConfig:
 
 
 @dataclass
+class GauntletConfig:
+    """Every new snapshot of the main learner plays ``games`` side-swapped, seed-paired games against
+    each reference: ``players`` (``scripted:<name>`` or a checkpoint path; None: every scripted bot of
+    the game). ``games: 0`` turns the gauntlet off."""
+
+    players: list[str] | None = None
+    games: int = 200
+    seed: int = 12345  # the same spawns for every snapshot: differences come from the players
+
+
+@dataclass
 class LeagueConfig:
     """A league: who plays whom, when snapshots are taken, how players are rated, what is logged."""
 
@@ -119,6 +130,7 @@ class LeagueConfig:
     seed: int | None = None  # matchmaking seed; None: the trainer's seed
     main_exploiter: MainExploiterConfig | None = None
     league_exploiter: LeagueExploiterConfig | None = None
+    gauntlet: GauntletConfig = field(default_factory=GauntletConfig)
 
     def validate(self, game: str | None = None) -> LeagueConfig:
         """Checks every value; raises ``ValueError`` naming the key and what is allowed."""
@@ -132,6 +144,12 @@ class LeagueConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"league.{name}={value!r} must be an integer >= 1")
+        g = self.gauntlet
+        if isinstance(g.games, bool) or not isinstance(g.games, int) or g.games < 0:
+            raise ValueError(f"league.gauntlet.games={g.games!r} must be an integer >= 0 (0: no gauntlet)")
+        if g.players is not None and (not isinstance(g.players, list) or not all(
+                isinstance(p, str) and p for p in g.players)):
+            raise ValueError(f"league.gauntlet.players={g.players!r} must be a list of player specs or null")
         if game is not None and self.scripted is not None:
             from arena.agents.scripted import SCRIPTED_BOTS
 

@@ -64,6 +64,44 @@ CREATE TABLE IF NOT EXISTS ratings (
 """
 
 
+# Added after schema version 1 without changing it: created on open when missing (old stores gain it).
+_GAUNTLET_SCHEMA = """
+CREATE TABLE IF NOT EXISTS gauntlet (
+    player_id TEXT NOT NULL REFERENCES players(id),
+    reference TEXT NOT NULL,
+    learner_step INTEGER,
+    wins INTEGER NOT NULL,
+    draws INTEGER NOT NULL,
+    losses INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (player_id, reference)
+)
+"""
+
+
+@dataclass(frozen=True)
+class GauntletRecord:
+    """A snapshot's games against one fixed reference player (W/D/L from the snapshot's view)."""
+
+    player_id: str
+    reference: str
+    learner_step: int | None
+    wins: int
+    draws: int
+    losses: int
+    created_at: float = 0.0
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    def score(self, confidence: float = 0.95) -> tuple[float, float, float]:
+        """(score, lower, upper): (W + D/2) / games with its Wilson interval."""
+        from arena.league.stats import wilson_interval
+
+        return wilson_interval(self.wins, self.draws, self.losses, confidence)
+
+
 @dataclass(frozen=True)
 class MatchRecord:
     """One finished match; outcome (+1/0/-1) is from team A's point of view."""
@@ -147,13 +185,13 @@ class LeagueStore:
                     if statement.strip():
                         self._conn.execute(statement)
                 self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
-                return
             row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if row is None or row[0] != SCHEMA_VERSION:
                 found = None if row is None else row[0]
                 raise ValueError(
                     f"league store {self.path} has schema version {found}; this code reads {SCHEMA_VERSION}"
                 )
+            self._conn.execute(_GAUNTLET_SCHEMA)
 
     def _transaction(self, write: bool = True) -> _Transaction:
         return _Transaction(self._conn, write)
@@ -201,6 +239,28 @@ class LeagueStore:
             "SELECT id, kind, path, sha256, step, parent FROM players WHERE id = ?", (player_id,)
         ).fetchone()
         return None if row is None else Player(*row)
+
+    # -- gauntlet ------------------------------------------------------------------------------
+
+    def record_gauntlet(self, record: GauntletRecord) -> None:
+        """Commits a snapshot's result against a reference (replacing an earlier one of the pair)."""
+        if record.player_id not in self._known_players and self._player_row(record.player_id) is None:
+            raise ValueError(f"gauntlet result for unknown player {record.player_id!r}")
+        with self._transaction():
+            self._conn.execute(
+                "INSERT OR REPLACE INTO gauntlet (player_id, reference, learner_step, wins, draws, losses,"
+                " created_at) VALUES (?,?,?,?,?,?,?)",
+                (record.player_id, record.reference, record.learner_step, int(record.wins), int(record.draws),
+                 int(record.losses), time.time()),
+            )
+
+    def gauntlet(self) -> list[GauntletRecord]:
+        """Every gauntlet result, in the order they were played."""
+        rows = self._conn.execute(
+            "SELECT player_id, reference, learner_step, wins, draws, losses, created_at FROM gauntlet"
+            " ORDER BY created_at, rowid"
+        ).fetchall()
+        return [GauntletRecord(*row) for row in rows]
 
     # -- matches -------------------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 
 # record: store commit + payoff + TrueSkill; matchmaking: opponent choice and the env bookkeeping around
 # it; loading: frozen and live players; snapshot: gate + file + registration; views: ratings,
-# leaderboard and heatmap for the logger.
-LEAGUE_PARTS = ("record", "matchmaking", "loading", "snapshot", "views")
+# leaderboard and heatmap for the logger; gauntlet: new snapshots' games against the fixed references.
+LEAGUE_PARTS = ("record", "matchmaking", "loading", "snapshot", "gauntlet", "views")
 
 
 class LeagueTimer:

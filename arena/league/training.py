@@ -34,9 +34,10 @@ from arena.agents.policy import Policy
 from arena.agents.scripted import SCRIPTED_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
+from arena.league.gauntlet import Gauntlet, gauntlet_metrics
 from arena.league.league import League
 from arena.league.learner import LeagueLearner
-from arena.league.player_cache import PlayerCache
+from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player
 from arena.league.snapshots import SnapshotGate
 from arena.league.timing import LeagueTimer
@@ -82,6 +83,8 @@ class LeagueRun:
         self._make_reward: Callable[[], Any] = lambda: None
         self.updates = 0
         self._logged_views_at = -1
+        self.gauntlet: Gauntlet | None = None
+        self._gauntlet_new: list[Any] = []  # results not yet in the metrics
 
     # ------------------------------------------------------------------ building
 
@@ -114,6 +117,13 @@ class LeagueRun:
                                   vs_kinds=tuple(snap.vs_kinds), seed=self.seed)
         self.live[self.learner_id] = trainer.policy
         self._make_reward = make_reward or (lambda: None)
+        g = self.config.gauntlet
+        if g.games > 0:
+            bots = [f"scripted:{b}" for b in SCRIPTED_BOTS[self.game]]
+            references = g.players if g.players is not None else bots
+            self.gauntlet = Gauntlet(references, g.games, game=self.game, team_sizes=self.team_sizes,
+                                     overrides=trainer.env_spec["overrides"], seed=g.seed,
+                                     num_threads=trainer.config.num_threads)
         for kind in ("main_exploiter", "league_exploiter"):
             if getattr(self.config, kind) is not None:
                 generation = current_generation(self.league.pool, kind)
@@ -197,8 +207,14 @@ class LeagueRun:
         with self.timer.measure("snapshot"):
             if not learner.snapshot_due(self.league):
                 return None
-            learner.snapshot(self.league, self.run_dir)
-            return len(self.league.pool.snapshots(parent=learner.player_id)) - 1
+            player = learner.snapshot(self.league, self.run_dir)
+        if learner is self.main and self.gauntlet is not None:
+            with self.timer.measure("gauntlet"):
+                for record in self.gauntlet.play(player.player_id, snapshot_file(self.run_dir, player),
+                                                 player.step):
+                    self.league.store.record_gauntlet(record)
+                    self._gauntlet_new.append(record)
+        return len(self.league.pool.snapshots(parent=learner.player_id)) - 1
 
     def _restart(self, old: LeagueLearner) -> LeagueLearner:
         """A new generation of an exploiter with fresh weights (its own env batch and checkpoints)."""
@@ -238,6 +254,9 @@ class LeagueRun:
             if self._views_due():
                 for player in pool:
                     out[f"league/rating/{player.player_id}"] = ratings.conservative(player.player_id)
+        if self._gauntlet_new:  # once per snapshot, at the step it was taken
+            out.update(gauntlet_metrics(self._gauntlet_new))
+            self._gauntlet_new = []
         out.update({f"league/time/{part}": seconds for part, seconds in self.timer.take().items()})
         return out
 

@@ -19,6 +19,7 @@ from arena.league.store import (
     LEAGUE_DB,
     META_DECAY,
     META_RATINGS,
+    GauntletRecord,
     LeagueState,
     LeagueStore,
     MatchRecord,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 RATING_CURVES_PNG = "league_ratings.png"
 PAYOFF_PNG = "league_payoff.png"
+GAUNTLET_PNG = "league_gauntlet.png"
 _MAX_LABELLED = 16  # more players than this: no legend / cell labels, they would be unreadable
 
 
@@ -144,11 +146,58 @@ def plot_payoff_heatmap(payoff: PayoffTable, players: Sequence[str], path: str |
     return _save(fig, plt, path)
 
 
+GauntletPoint = tuple[int, str, float, float, float]  # learner step, snapshot, score, lower, upper
+
+
+def gauntlet_curves(records: Sequence[GauntletRecord]) -> dict[str, list[GauntletPoint]]:
+    """{reference: [(learner step, snapshot, score, lower, upper), ...] in step order}."""
+    curves: dict[str, list[GauntletPoint]] = {}
+    for r in records:
+        curves.setdefault(r.reference, []).append((r.learner_step or 0, r.player_id, *r.score()))
+    return {ref: sorted(points) for ref, points in curves.items()}
+
+
+def plot_gauntlet(records: Sequence[GauntletRecord], path: str | os.PathLike[str]) -> Path:
+    """PNG of each snapshot's score against each fixed reference over the learner's steps, with the
+    95% Wilson intervals: strength on a scale that does not drift, where a collapse shows."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for ref, points in gauntlet_curves(records).items():
+        steps = np.array([p[0] for p in points], dtype=float)
+        score, lo, hi = (np.array([p[k] for p in points]) for k in (2, 3, 4))
+        line = ax.plot(steps, score, marker="o", markersize=3, label=ref)[0]
+        ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_ylim(-0.02, 1.02)
+    ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("learner step of the snapshot")
+    ax.set_ylabel("score (W + D/2) / games, 95% interval")
+    ax.set_title("Gauntlet: each snapshot against fixed references")
+    ax.grid(alpha=0.3)
+    if records:
+        ax.legend(fontsize="small", loc="best")
+    return _save(fig, plt, path)
+
+
+def gauntlet_table(records: Sequence[GauntletRecord], last: int = 10) -> Table:
+    """The last ``last`` snapshots' gauntlet results (one row per snapshot and reference)."""
+    table = Table(title="Gauntlet (newest snapshots)")
+    for column in ("snapshot", "step", "reference", "W/D/L", "score", "95% interval"):
+        table.add_column(column, justify="left" if column in ("snapshot", "reference") else "right")
+    snapshots = list(dict.fromkeys(r.player_id for r in records))[-last:]
+    for r in records:
+        if r.player_id in snapshots:
+            score, lo, hi = r.score()
+            table.add_row(r.player_id, f"{r.learner_step or 0:,}", r.reference,
+                          f"{r.wins}/{r.draws}/{r.losses}", f"{score:.3f}", f"[{lo:.3f}, {hi:.3f}]")
+    return table
+
+
 @dataclass(frozen=True)
 class LeagueView:
     rows: list[LeaderboardRow]
     table: Table
     images: list[Path]
+    gauntlet: Table | None = None
 
 
 def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None,
@@ -165,13 +214,17 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         decay = float(json.loads(meta[META_DECAY])) if META_DECAY in meta else 1.0
         state = store.load(decay)
         history = store.rating_history()
+        gauntlet = store.gauntlet()
     rows = leaderboard_rows(state)
     order = [r.player_id for r in rows]
     images = [
         plot_rating_curves(history, state.matches, out / RATING_CURVES_PNG, x=x),
         plot_payoff_heatmap(state.payoff, order, out / PAYOFF_PNG),
     ]
-    return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images)
+    if gauntlet:
+        images.append(plot_gauntlet(gauntlet, out / GAUNTLET_PNG))
+    return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images,
+                      gauntlet_table(gauntlet) if gauntlet else None)
 
 
 def _pyplot() -> ModuleType:

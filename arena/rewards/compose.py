@@ -8,6 +8,15 @@ A reward config maps a term name (used in logs as ``reward/<name>``) to its entr
 
 ``_target_`` is a dotted path to a ``Reward`` subclass (imported) or the short name of a built-in
 term (``BUILTIN_TERMS``); ``weight`` defaults to 1.0; every other key is passed to the class.
+
+A weight can follow a schedule over training (learner samples): with ``anneal_steps: N`` it moves
+linearly from ``weight`` to ``weight_end`` (default 0) over the first N samples, then stays there.
+This is the exploration curriculum of Bansal et al. 2017: dense terms guide the start, then fade so
+that the outcome alone decides what the policy keeps. The trainer reports its sample count with
+``set_step`` before each rollout.
+
+Built for a trainer (``discount=(gamma, bootstrap_truncation)``), potential-based shaping terms take
+the trainer's discount and truncation handling, and a term that names different ones is refused.
 """
 
 from __future__ import annotations
@@ -16,12 +25,13 @@ import importlib
 import inspect
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from arena.rewards.base import Reward, RewardError, StepBatch
-from arena.rewards.terms import BUILTIN_TERMS
+from arena.rewards.terms import BUILTIN_TERMS, PotentialShaping
 
 
 def _to_plain(cfg: Any) -> Any:
@@ -109,16 +119,47 @@ def _check_weight(name: str, weight: Any) -> float:
     return float(weight)
 
 
+@dataclass(frozen=True)
+class WeightSchedule:
+    """A term's weight: ``start`` until step 0, linearly to ``end`` at ``steps``, ``end`` after."""
+
+    start: float
+    end: float
+    steps: int
+
+    def at(self, step: int) -> float:
+        if self.steps <= 0:
+            return self.start
+        frac = min(1.0, max(0.0, step / self.steps))
+        return self.start + (self.end - self.start) * frac
+
+
 class CompositeReward:
     """The training reward: a weighted sum of terms, each also reported on its own (weighted)."""
 
-    def __init__(self, terms: Mapping[str, tuple[float, Reward]]) -> None:
+    def __init__(
+        self,
+        terms: Mapping[str, tuple[float, Reward]],
+        schedules: Mapping[str, WeightSchedule] | None = None,
+    ) -> None:
         self.terms: dict[str, tuple[float, Reward]] = {}
         for name, (weight, term) in terms.items():
             if not isinstance(term, Reward):
                 raise RewardError(f"reward term {name!r}: {term!r} is not an arena.rewards.Reward")
             term.name = name
             self.terms[name] = (_check_weight(name, weight), term)
+        self.schedules = dict(schedules or {})
+        unknown = sorted(set(self.schedules) - set(self.terms))
+        if unknown:
+            raise RewardError(f"weight schedules for unknown terms {unknown}; terms: {sorted(self.terms)}")
+        self.step = 0
+        self.set_step(0)
+
+    def set_step(self, step: int) -> None:
+        """The learner's sample count: scheduled weights move to their value at ``step``."""
+        self.step = int(step)
+        for name, schedule in self.schedules.items():
+            self.terms[name] = (schedule.at(self.step), self.terms[name][1])
 
     @property
     def weights(self) -> dict[str, float]:
@@ -166,16 +207,20 @@ class CompositeReward:
         return f"CompositeReward({inner})"
 
 
-def build_reward(terms_cfg: Mapping[str, Mapping[str, Any]]) -> CompositeReward:
+def build_reward(
+    terms_cfg: Mapping[str, Mapping[str, Any]], *, discount: tuple[float, bool] | None = None
+) -> CompositeReward:
     """Builds the training reward from a config mapping term names to entries (see module doc).
 
-    Accepts plain dicts and OmegaConf ``DictConfig``."""
+    ``discount``: the trainer's ``(gamma, bootstrap_truncation)``, given to potential-based shaping
+    terms. Accepts plain dicts and OmegaConf ``DictConfig``."""
     terms_cfg = _to_plain(terms_cfg)
     if not isinstance(terms_cfg, Mapping):
         raise RewardError(f"a reward config must map term names to entries, got {type(terms_cfg).__name__}")
     if not terms_cfg:
         raise RewardError("the reward config has no terms; e.g. {'outcome': {'_target_': 'outcome'}}")
     terms: dict[str, tuple[float, Reward]] = {}
+    schedules: dict[str, WeightSchedule] = {}
     for name, entry in terms_cfg.items():
         if not isinstance(name, str) or not name:
             raise RewardError(f"reward term names must be non-empty strings, got {name!r}")
@@ -187,5 +232,26 @@ def build_reward(terms_cfg: Mapping[str, Mapping[str, Any]]) -> CompositeReward:
         kwargs = dict(entry)
         cls = resolve_target(name, kwargs.pop("_target_"))
         weight = _check_weight(name, kwargs.pop("weight", 1.0))
-        terms[name] = (weight, instantiate_term(name, cls, kwargs))
-    return CompositeReward(terms)
+        schedule = _schedule(name, weight, kwargs.pop("weight_end", None), kwargs.pop("anneal_steps", None))
+        if schedule is not None:
+            schedules[name] = schedule
+        term = instantiate_term(name, cls, kwargs)
+        if discount is not None and isinstance(term, PotentialShaping):
+            try:
+                term.match_trainer(*discount)
+            except RewardError as exc:
+                raise RewardError(f"reward term {name!r}: {exc}") from None
+        terms[name] = (weight, term)
+    return CompositeReward(terms, schedules)
+
+
+def _schedule(name: str, weight: float, end: Any, steps: Any) -> WeightSchedule | None:
+    if steps is None:
+        if end is not None:
+            raise RewardError(
+                f"reward term {name!r}: weight_end={end!r} needs anneal_steps (samples to get there)")
+        return None
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise RewardError(
+            f"reward term {name!r}: anneal_steps={steps!r} must be an integer >= 1 (learner samples)")
+    return WeightSchedule(weight, _check_weight(name, 0.0 if end is None else end), steps)

@@ -6,6 +6,7 @@ means "more of the good thing", so costs (death, missile_fired, boundary) return
 - ``Outcome``: the core's own reward, +1 win / -1 loss / 0 otherwise at the step the match ends.
 - ``Event(event=...)`` and its named forms ``Kill``, ``Hit``, ``Death``, ``MissileFired``: counts of
   an event of this decision, for any game that reports the event.
+- ``Stalemate``: -1 for both sides of a match that ends with no winner (timeouts scored as losses).
 - ``Survival``: +1 per decision the fighter is alive after the step (midrange).
 - ``Pointing`` and ``Closing``: potential-based shaping (Ng, Harada & Russell 1999) on the nearest
   alive enemy: ``F = gamma * phi(s') - phi(s)``. Because F is a difference of potentials, it adds the
@@ -85,6 +86,18 @@ class MissileFired(Event):
         super().__init__("fired", -1.0)
 
 
+class Stalemate(Reward):
+    """-1 for every agent of a match that ends with no winner (time limit, no missiles left, both
+    sides destroyed together): a stalemate scored as a loss for both sides, as Sumo (Bansal et al.
+    2017) and BVRGym score a timeout, so that stalling is never the safe play. Matches, payoffs and
+    ratings still count it a draw: this changes only what the learner is trained on."""
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        done = np.asarray(batch.done_rows, dtype=bool)
+        no_winner = np.asarray(batch.outcome_reward) == 0
+        return np.where(done & no_winner, np.float32(-1.0), np.float32(0.0)).astype(np.float32)
+
+
 class Survival(Reward):
     """+1 per decision this agent's fighter is alive after the step."""
 
@@ -105,17 +118,37 @@ class PotentialShaping(Reward):
 
     game = "midrange"
 
-    def __init__(self, gamma: float = 0.99, bootstrap_truncation: bool = False) -> None:
-        if not isinstance(gamma, int | float) or isinstance(gamma, bool) or not 0.0 <= gamma <= 1.0:
+    def __init__(self, gamma: float | None = None, bootstrap_truncation: bool | None = None) -> None:
+        if gamma is not None and (
+            not isinstance(gamma, int | float) or isinstance(gamma, bool) or not 0.0 <= gamma <= 1.0
+        ):
             raise RewardError(f"gamma must be a number in [0, 1] (the trainer's discount), got {gamma!r}")
-        self.gamma = float(gamma)
-        self.bootstrap_truncation = bool(bootstrap_truncation)
+        # None: taken from the trainer when the reward is built for it (``build_reward(discount=...)``)
+        self.gamma = None if gamma is None else float(gamma)
+        self.bootstrap_truncation = None if bootstrap_truncation is None else bool(bootstrap_truncation)
+
+    def match_trainer(self, gamma: float, bootstrap_truncation: bool) -> None:
+        """Takes the trainer's discount and truncation handling where none was given; refuses a
+        mismatch, which would change the optimal policy (the shaping no longer telescopes)."""
+        pairs = (("gamma", self.gamma, float(gamma)),
+                 ("bootstrap_truncation", self.bootstrap_truncation, bool(bootstrap_truncation)))
+        for key, mine, theirs in pairs:
+            if mine is not None and mine != theirs:
+                raise RewardError(
+                    f"{key}={mine!r} differs from the trainer's {theirs!r}: potential-based shaping leaves "
+                    f"the optimal policy unchanged only with the trainer's own value; leave {key} unset "
+                    f"(it is then taken from the trainer) or set trainer.{key}={mine!r}"
+                )
+        self.gamma, self.bootstrap_truncation = float(gamma), bool(bootstrap_truncation)
 
     def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     def __call__(self, batch: StepBatch) -> np.ndarray:
         self.midrange_layout(batch)
+        if self.gamma is None:
+            raise RewardError(f"{self.label()}: gamma is unset; build the reward with the trainer's discount "
+                              "(arena.rewards.build_reward(..., discount=...)) or pass gamma")
         before = self.potential(batch, batch.obs_before)
         after = self.potential(batch, batch.obs_after)
         ended = np.asarray(batch.done_rows, dtype=bool)
@@ -152,8 +185,8 @@ class Closing(PotentialShaping):
 
     def __init__(
         self,
-        gamma: float = 0.99,
-        bootstrap_truncation: bool = False,
+        gamma: float | None = None,
+        bootstrap_truncation: bool | None = None,
         range_scale_m: float = 10000.0,
         max_range_m: float = 60000.0,
     ) -> None:
@@ -196,6 +229,7 @@ BUILTIN_TERMS: dict[str, type[Reward]] = {
     "hit": Hit,
     "death": Death,
     "missile_fired": MissileFired,
+    "stalemate": Stalemate,
     "survival": Survival,
     "pointing": Pointing,
     "closing": Closing,

@@ -24,6 +24,9 @@ class PolicyConfig:
     hidden_size: int = 128
     lstm_size: int = 128
     encoder_layers: int = 1
+    # Per action head, the probabilities a fresh policy acts with (None: uniform). The game presets
+    # set it: midrange fires rarely at first, so a fresh policy keeps missiles for closer range.
+    action_prior: list[list[float]] | None = None
 
     def validate(self) -> PolicyConfig:
         for name in ("hidden_size", "lstm_size", "encoder_layers"):
@@ -50,6 +53,10 @@ class TrainerConfig:
     adam_eps: float = 1e-5
     gamma: float = 0.99
     gae_lambda: float = 0.95
+    # True: a match cut by the time limit is bootstrapped with the value of its final observation (the
+    # limit is outside the game). False: the limit ends the game like any terminal state (right when
+    # the observation shows the time left, as midrange's does, and when timeouts are scored).
+    bootstrap_truncation: bool = True
     clip_coef: float = 0.2
     vf_coef: float = 0.5
     vf_clip_coef: float = 0.2
@@ -109,7 +116,7 @@ class TrainerConfig:
         _require_float(self, "vf_clip_coef", low=0.0)
         _require_float(self, "ent_coef", low=0.0)
         _require_float(self, "max_grad_norm", low=0.0, low_open=True)
-        for name in ("anneal_lr", "norm_adv", "compile", "overlap"):
+        for name in ("anneal_lr", "norm_adv", "compile", "overlap", "bootstrap_truncation"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} must be true or false")
         if not isinstance(self.checkpoint_dir, str) or not self.checkpoint_dir:

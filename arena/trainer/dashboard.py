@@ -3,7 +3,9 @@
 The dashboard is the one thing that owns the terminal. It reads the metric dict the trainer logs:
 ``SPS``, ``episode_return``, ``episode_length``, ``win_rate/<opponent>``, ``draw_rate/<opponent>``,
 ``loss_rate/<opponent>``, the PPO losses, ``time/sim``, ``time/inference``, ``time/learn``,
-``time/other`` (seconds per update or fractions), ``league/rating`` and ``league/mix/<player>``.
+``time/other`` (seconds per update or fractions), ``league/rating``, ``league/mix/<player>`` and
+``gauntlet/<reference>`` (with ``_lo`` / ``_hi``: the newest snapshot's score against a fixed
+reference, kept on screen until the next snapshot's).
 Keys are matched exactly or as the last part of a path (``losses/approx_kl``). Missing keys are
 simply not shown.
 """
@@ -39,6 +41,7 @@ TIME_PARTS = (("sim", "sim"), ("inference", "inf"), ("learn", "learn"), ("other"
 RATE_KEY = re.compile(r"(?:^|/)(win|draw|loss)_rate/(.+)$")
 MIX_KEY = re.compile(r"(?:^|/)league/mix/(.+)$")
 LEAGUE_KEY = re.compile(r"(?:^|/)league/([^/]+)$")
+GAUNTLET_KEY = re.compile(r"(?:^|/)gauntlet/([^/]+?)(_lo|_hi)?$")
 SEVERE = {HealthKind.NAN_LOSS, HealthKind.NEGATIVE_EXPLAINED_VARIANCE, HealthKind.ENTROPY_COLLAPSE}
 
 
@@ -86,6 +89,16 @@ def league_values(metrics: Mapping[str, float]) -> tuple[dict[str, float], dict[
     return dict(sorted(mix.items(), key=lambda kv: -kv[1])), ordered
 
 
+def gauntlet_values(metrics: Mapping[str, float]) -> dict[str, tuple[float, float, float]]:
+    """{reference: (score, lower, upper)} from ``gauntlet/<reference>[_lo|_hi]`` keys."""
+    parts: dict[str, dict[str, float]] = {}
+    for key, value in metrics.items():
+        if match := GAUNTLET_KEY.search(key):
+            parts.setdefault(match.group(1), {})[match.group(2) or ""] = float(value)
+    nan = float("nan")
+    return {ref: (p[""], p.get("_lo", nan), p.get("_hi", nan)) for ref, p in sorted(parts.items()) if "" in p}
+
+
 def time_split(metrics: Mapping[str, float]) -> dict[str, tuple[float, float]]:
     """{part: (value, share of the total)} for the ``time/<part>`` keys present."""
     values = {part: find_metric(metrics, f"time/{part}") for part, _ in TIME_PARTS}
@@ -119,6 +132,7 @@ class Dashboard:
         self.step = 0
         self.sps: float | None = None
         self.warnings: list[HealthWarning] = []
+        self.gauntlet: dict[str, tuple[float, float, float]] = {}  # the newest snapshot's scores
         self._started = time.perf_counter()
         self._last: tuple[int, float] | None = None
         self._live: Live | None = None
@@ -152,6 +166,7 @@ class Dashboard:
         self.metrics = {key: float(value) for key, value in metrics.items()}
         self.step = int(step)
         self.warnings = list(warnings)
+        self.gauntlet.update(gauntlet_values(self.metrics))
         reported = find_metric(self.metrics, "SPS")
         if reported is None:
             reported = find_metric(self.metrics, "sps")
@@ -210,6 +225,9 @@ class Dashboard:
             parts.append(" ".join(f"{name} {_num(value, 4)}" for name, value in league.items()))
         if mix:
             parts.append("mix " + " ".join(f"{player} {share:.0%}" for player, share in mix.items()))
+        if self.gauntlet:
+            parts.append("gauntlet " + " ".join(f"{ref} {score:.2f} [{lo:.2f}, {hi:.2f}]"
+                                                for ref, (score, lo, hi) in self.gauntlet.items()))
         if self.warnings:
             parts.append("HEALTH " + ", ".join(w.kind.value for w in self.warnings))
         return " | ".join(parts)
@@ -224,6 +242,7 @@ class Dashboard:
             self._losses_panel(),
             self._time_panel(),
             self._league_panel(),
+            self._gauntlet_panel(),
         ]
         grid = Table.grid(expand=True, padding=(0, 1))
         for _ in range(3):
@@ -321,6 +340,17 @@ class Dashboard:
             for player, share in mix.items():
                 table.add_row(f"  {player}", f"{share:.0%}")
         return Panel(table, title="league", title_align="left")
+
+    def _gauntlet_panel(self) -> RenderableType | None:
+        if not self.gauntlet:
+            return None
+        table = Table(box=None, padding=(0, 1), show_edge=False)
+        table.add_column("vs")
+        table.add_column("score", justify="right", style="bold")
+        table.add_column("95% interval", justify="right", style="dim")
+        for ref, (score, lo, hi) in self.gauntlet.items():
+            table.add_row(ref, f"{score:.2f}", f"[{lo:.2f}, {hi:.2f}]")
+        return Panel(table, title="gauntlet (newest snapshot)", title_align="left")
 
     def _warnings_panel(self) -> RenderableType:
         lines = Text()

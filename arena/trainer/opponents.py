@@ -9,8 +9,14 @@ The learner always drives team 0. Team 1 of env ``e`` is driven by the player th
 - any id registered with ``add_player`` (the league registers its snapshots this way).
 
 The assignment of an env changes only when its match ends: the trainer calls ``episodes_ended``,
-which asks the matchmaker ``(env_ids, outcomes) -> player ids`` for the finished envs. Inference
-is one batched call per player over the rows it drives in the half of the envs being stepped.
+which asks the matchmaker ``(env_ids, outcomes) -> player ids`` for the finished envs.
+
+Inference over the half of the envs being stepped: the opponent rows are sorted by player, and the
+frozen policies of one architecture step together (``arena.agents.grouped``): one gather of
+observations and LSTM states, one matrix product per player and layer on its contiguous rows, one
+sampling call, one scatter. The cost of a step therefore barely grows with the number of distinct
+frozen players (a league's pool). Each scripted player acts once on its own rows. The LSTM states of
+all opponent rows live in one table indexed by row.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from arena.agents.grouped import ArchitectureKey, architecture_key, grouped_forward_step
 from arena.agents.policy import Policy, load_policy
 
 logger = logging.getLogger(__name__)
@@ -55,12 +62,29 @@ class Player:
 
 
 @dataclass
+class PolicyBatch:
+    """The rows of the frozen policies of one architecture, sorted by player: player ``players[k]``
+    drives rows ``rows[bounds[k][0]:bounds[k][1]]``."""
+
+    players: list[int]
+    bounds: list[tuple[int, int]]
+    rows_np: np.ndarray
+    rows: Tensor
+    lstm_size: int
+
+
+@dataclass
 class RowGroups:
     """How the rows of envs ``[begin, end)`` split among players (a cached view of the assignment)."""
 
     learner: slice | Tensor  # learner rows (global indices), a slice when contiguous
     learner_count: int
-    opponents: list[tuple[int, np.ndarray, Tensor]]  # (player index, rows numpy, rows tensor)
+    scripted: list[tuple[int, np.ndarray]]  # (player index, rows) of players that act on numpy obs
+    policies: list[PolicyBatch]  # frozen policies, one batch per architecture
+
+    @property
+    def opponent_count(self) -> int:
+        return sum(len(rows) for _, rows in self.scripted) + sum(len(b.rows_np) for b in self.policies)
 
 
 class FixedMix:
@@ -239,12 +263,30 @@ class Opponents:
             learner = slice(lo, hi)
         else:
             learner = torch.from_numpy(np.flatnonzero(is_learner) + lo).to(self.device)
-        player_of_row = np.repeat(self.player_of_env[begin:end], a)
-        opponents = []
-        for p in np.unique(player_of_row[~is_learner]):
-            rows = np.flatnonzero(~is_learner & (player_of_row == p)) + lo
-            opponents.append((int(p), rows, torch.from_numpy(rows).to(self.device)))
-        return RowGroups(learner, int(is_learner.sum()), opponents)
+        opponent_rows = np.flatnonzero(~is_learner)
+        player_of_row = np.repeat(self.player_of_env[begin:end], a)[opponent_rows]
+        order = np.argsort(player_of_row, kind="stable")  # rows by player, ascending within each
+        sorted_rows, sorted_players = opponent_rows[order] + lo, player_of_row[order]
+        players, starts = np.unique(sorted_players, return_index=True)
+        ends = np.append(starts[1:], len(sorted_rows))[: len(starts)]
+        scripted: list[tuple[int, np.ndarray]] = []
+        by_architecture: dict[ArchitectureKey, list[tuple[int, np.ndarray]]] = {}
+        for p, first, last in zip(players.tolist(), starts.tolist(), ends.tolist(), strict=True):
+            agent = self.players[p].agent
+            rows = sorted_rows[first:last]
+            if isinstance(agent, Policy):
+                by_architecture.setdefault(architecture_key(agent), []).append((p, rows))
+            else:
+                scripted.append((p, rows))
+        batches = []
+        for key, members in by_architecture.items():
+            rows_np = np.concatenate([rows for _, rows in members])
+            edges = np.cumsum([0] + [len(rows) for _, rows in members]).tolist()
+            batches.append(PolicyBatch(
+                players=[p for p, _ in members], bounds=list(zip(edges[:-1], edges[1:], strict=True)),
+                rows_np=rows_np, rows=torch.from_numpy(rows_np).to(self.device), lstm_size=key[3],
+            ))
+        return RowGroups(learner, int(is_learner.sum()), scripted, batches)
 
     def act(
         self,
@@ -258,24 +300,27 @@ class Opponents:
         """Writes the opponents' actions for ``groups`` into ``actions_out`` (int64 [rows, dims]).
 
         ``obs_np`` is the env's observation buffer (every row); ``obs`` and ``episode_start`` the
-        same rows as tensors on the policy device.
+        same rows as tensors on the policy device. The frozen policies of one architecture draw
+        their random numbers in ascending player index, as if each had sampled on its own.
         """
-        for p, rows_np, rows in groups.opponents:
+        for batch in groups.policies:
+            policies = [self.players[p].agent for p in batch.players]
+            h, c = self._state_for(batch.lstm_size)
+            rows = batch.rows
+            logits, (h_new, c_new) = grouped_forward_step(
+                policies,  # type: ignore[arg-type]
+                batch.bounds, obs.index_select(0, rows),
+                (h.index_select(0, rows), c.index_select(0, rows)), episode_start.index_select(0, rows),
+            )
+            h.index_copy_(0, rows, h_new)
+            c.index_copy_(0, rows, c_new)
+            acts, _ = policies[0].sample_actions(logits, generator)  # type: ignore[union-attr]
+            actions_out[batch.rows_np] = acts.to(actions_out.device)
+        for p, rows_np in groups.scripted:
             agent = self.players[p].agent
-            if isinstance(agent, Policy):
-                h, c = self._state_for(agent.lstm_size)
-                logits, _, (h_new, c_new) = agent.forward_step(
-                    obs.index_select(0, rows), (h.index_select(0, rows), c.index_select(0, rows)),
-                    episode_start.index_select(0, rows),
-                )
-                h.index_copy_(0, rows, h_new)
-                c.index_copy_(0, rows, c_new)
-                acts, _ = agent.sample_actions(logits, generator)
-                actions_out[rows_np] = acts.to(actions_out.device)
-            else:
-                assert agent is not None
-                acts_np = np.asarray(agent.act(obs_np[rows_np]))
-                actions_out[rows_np] = torch.from_numpy(acts_np.astype(np.int64, copy=False))
+            assert agent is not None and not isinstance(agent, Policy)
+            acts_np = np.asarray(agent.act(obs_np[rows_np]))
+            actions_out[rows_np] = torch.from_numpy(acts_np.astype(np.int64, copy=False))
 
     def _state_for(self, lstm_size: int) -> tuple[Tensor, Tensor]:
         # One state per LSTM size is enough: a row has one player at a time and switches only at

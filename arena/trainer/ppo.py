@@ -119,6 +119,7 @@ class PPOTrainer:
         self.rollout = Rollout(
             self.env, self.policy, self.opponents, self.experience, self.stats, overlap=cfg.overlap,
             reward_fn=reward_fn, generator=self.generator, step_fn=self._step_fn, device=self.device,
+            bootstrap_truncation=cfg.bootstrap_truncation,
         )
         self.global_step = 0  # learner samples collected
         self.update = 0  # PPO updates done (train() calls)
@@ -147,6 +148,8 @@ class PPOTrainer:
             self.rollout.restart(int(self.env_seed_rng.integers(0, 2**63)))
             self._restart_pending = False
         self._steps_before_batch = self.global_step
+        if callable(getattr(self.reward_fn, "set_step", None)):
+            self.reward_fn.set_step(self.global_step)  # scheduled reward weights
         self.rollout.collect()
         samples = self.experience.learner_samples()
         self.global_step += samples
@@ -160,8 +163,11 @@ class PPOTrainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with torch.no_grad():
+            terminals, truncations = exp.terminals, exp.truncations
+            if not cfg.bootstrap_truncation:  # the time limit is part of the game: its end is terminal
+                terminals, truncations = terminals | truncations, torch.zeros_like(truncations)
             advantages = compute_gae(  # the buffer is step-major; GAE takes [rows, T]
-                exp.rewards.t(), exp.values.t(), exp.terminals.t(), exp.truncations.t(),
+                exp.rewards.t(), exp.values.t(), terminals.t(), truncations.t(),
                 exp.final_values.t(), exp.next_value, cfg.gamma, cfg.gae_lambda,
                 exp.learner_mask.t(), exp.next_mask,
             ).t().contiguous()

@@ -49,10 +49,12 @@ class Rollout:
         generator: torch.Generator | None = None,
         step_fn: StepFn | None = None,
         device: torch.device | str = "cpu",
+        bootstrap_truncation: bool = True,
     ) -> None:
         self.env, self.policy, self.opponents = env, policy, opponents
         self.exp, self.stats = experience, stats
         self.reward_fn, self.generator = reward_fn, generator
+        self.bootstrap_truncation = bootstrap_truncation  # False: a time limit ends the game (no value after)
         self.step_fn: StepFn = step_fn if step_fn is not None else policy.forward_step
         self.device = torch.device(device)
         self.on_cpu = self.device.type == "cpu"
@@ -170,8 +172,10 @@ class Rollout:
         obs, starts = self._device_rows(t)
         if groups.learner_count:
             self._learner_act(groups, obs, starts, t)
-        if groups.opponents:
+        if groups.scripted or groups.policies:
+            t1 = time.perf_counter()
             self.opponents.act(groups, self.core.obs, obs, starts, self.actions, self.generator)
+            self.stats.add_time("inference_opponents", time.perf_counter() - t1)
         self.stats.add_time("inference", time.perf_counter() - t0)
         exp.actions[t, s] = self.actions[s]
         self.env_actions_t[s] = self.actions[s]
@@ -215,7 +219,7 @@ class Rollout:
             outcomes, core.episode_length[envs],
         )
         truncated = rows[core.truncations[rows] & self.opponents.learner_row_mask[rows]]
-        if len(truncated):
+        if len(truncated) and self.bootstrap_truncation:
             self._bootstrap_truncated(truncated, t)
         if self.reward_fn is not None:
             self._obs_after[rows] = core.final_obs[rows]

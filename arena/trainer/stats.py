@@ -10,6 +10,8 @@ import numpy as np
 
 OUTCOME_WIN, OUTCOME_LOSS, OUTCOME_DRAW = 0, 1, 2  # the core's codes, from team 0's view
 TIME_PARTS = ("sim", "inference", "learn")
+# Reported too, as parts of the above: the opponents' share of the inference time.
+SUB_PARTS = ("inference_opponents",)
 
 
 class RolloutStats:
@@ -74,7 +76,7 @@ class RolloutStats:
         if self.term_samples:
             for name, total_value in sorted(self.term_sums.items()):
                 out[f"reward/{name}"] = total_value / self.term_samples
-        for part in TIME_PARTS:
+        for part in TIME_PARTS + SUB_PARTS:
             out[f"time/{part}"] = self.seconds.get(part, 0.0)
         self.clear()
         return out

@@ -1,0 +1,88 @@
+"""The gauntlet: every new snapshot plays fixed reference players, on a scale that does not drift.
+
+TrueSkill ratings are relative to a pool that keeps changing, so a collapse can hide in them: when
+every player gets worse together, ratings barely move. A score against fixed references (by
+default the game's scripted bots, optionally named checkpoints) does not drift: snapshot 40 scoring
+0.3 against the heuristic pilot where snapshot 30 scored 0.9 is a collapse, whatever the ratings
+say. Every snapshot plays the same side-swapped, seed-paired games (the same seed, so the same
+spawns: differences between snapshots come from the players), batched in the core by
+``arena.evaluation``. Results go to the league store (``gauntlet`` table), the logs
+(``gauntlet/<reference>``), the dashboard and ``python -m arena.league show``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from arena.league.store import GauntletRecord
+
+logger = logging.getLogger(__name__)
+
+
+def metric_name(reference: str) -> str:
+    """``gauntlet/<reference>``, e.g. ``gauntlet/heuristic`` for ``scripted:heuristic``."""
+    short = reference.removeprefix("scripted:")
+    if os.sep in short or short.endswith(".pt"):
+        short = Path(short).stem
+    return f"gauntlet/{short}"
+
+
+class Gauntlet:
+    """Plays a snapshot file against every reference and returns the records (not yet stored)."""
+
+    def __init__(
+        self,
+        references: Sequence[str],
+        games: int,
+        *,
+        game: str,
+        team_sizes: tuple[int, int],
+        overrides: Mapping[str, Any] | None = None,
+        seed: int = 12345,
+        num_threads: int | None = None,
+    ) -> None:
+        from arena.agents.players import game_spaces, resolve_player
+
+        if games < 1:
+            raise ValueError(f"gauntlet games={games!r} must be >= 1")
+        self.games, self.game, self.team_sizes = int(games), game, tuple(team_sizes)
+        self.overrides = dict(overrides or {})
+        self.seed, self.num_threads = int(seed), num_threads
+        self.spaces = game_spaces(game, self.team_sizes, self.overrides)
+        # Resolved now: a reference that does not exist or fit the game fails at start-up, by name.
+        self.references = {spec: resolve_player(spec, game, self.team_sizes, spaces=self.spaces)
+                           for spec in references}
+
+    def play(
+        self, player_id: str, path: str | os.PathLike[str], learner_step: int | None
+    ) -> list[GauntletRecord]:
+        from arena.agents.players import resolve_player
+        from arena.evaluation.runner import MatchSettings, play_match
+
+        player = resolve_player(os.fspath(path), self.game, self.team_sizes, spaces=self.spaces)
+        settings = MatchSettings(game=self.game, team_sizes=self.team_sizes, games=self.games,
+                                 num_envs=self.games, seed=self.seed, num_threads=self.num_threads,
+                                 overrides=self.overrides)
+        records = []
+        for spec, reference in self.references.items():
+            result = play_match(player, reference, settings)
+            records.append(GauntletRecord(player_id, spec, learner_step, result.wins, result.draws,
+                                          result.losses))
+            score, lo, hi = records[-1].score()
+            logger.info("gauntlet %s vs %s: %d/%d/%d, score %.3f [%.3f, %.3f]", player_id, spec,
+                        result.wins, result.draws, result.losses, score, lo, hi)
+        return records
+
+
+def gauntlet_metrics(records: Sequence[GauntletRecord]) -> dict[str, float]:
+    """``gauntlet/<reference>`` (score) with ``_lo`` / ``_hi`` (95% Wilson interval) per record."""
+    out: dict[str, float] = {}
+    for record in records:
+        score, lo, hi = record.score()
+        name = metric_name(record.reference)
+        out[name], out[f"{name}_lo"], out[f"{name}_hi"] = score, lo, hi
+    return out

@@ -1,0 +1,102 @@
+"""Frozen opponents stepped as one grouped batch act exactly as each would on its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import arena
+from arena.agents.grouped import grouped_forward_step
+from arena.agents.policy import Policy
+from arena.trainer.opponents import Opponents
+
+
+def frozen(seed: int, obs_dim: int = 11, **sizes: int) -> Policy:
+    torch.manual_seed(seed)
+    policy = Policy(obs_dim, [5, 3, 2], **({"hidden_size": 16, "lstm_size": 8} | sizes))
+    with torch.no_grad():  # non-zero biases, so that a wrong bias would show
+        for p in policy.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return policy.eval().requires_grad_(False)
+
+
+def test_grouped_step_equals_each_policys_own_forward_step_on_its_rows() -> None:
+    policies = [frozen(s, encoder_layers=2) for s in range(4)]
+    bounds = [(0, 3), (3, 3), (3, 10), (10, 11)]  # an empty segment too
+    g = torch.Generator().manual_seed(0)
+    obs = torch.randn(11, 11, generator=g)
+    h, c = torch.randn(11, 8, generator=g), torch.randn(11, 8, generator=g)
+    starts = torch.rand(11, generator=g) < 0.3
+    with torch.inference_mode():
+        logits, (h_new, c_new) = grouped_forward_step(policies, bounds, obs, (h, c), starts)
+        for policy, (lo, hi) in zip(policies, bounds, strict=True):
+            own_state = (h[lo:hi], c[lo:hi])
+            own_logits, _, (own_h, own_c) = policy.forward_step(obs[lo:hi], own_state, starts[lo:hi])
+            torch.testing.assert_close(logits[lo:hi], torch.cat(own_logits, dim=-1), rtol=1e-6, atol=1e-6)
+            torch.testing.assert_close(h_new[lo:hi], own_h, rtol=1e-6, atol=1e-6)
+            torch.testing.assert_close(c_new[lo:hi], own_c, rtol=1e-6, atol=1e-6)
+
+
+def test_grouping_policies_of_different_architectures_is_refused() -> None:
+    obs, state = torch.zeros(2, 11), (torch.zeros(2, 8), torch.zeros(2, 8))
+    with pytest.raises(ValueError, match="different architectures"):
+        grouped_forward_step([frozen(0), frozen(1, hidden_size=32)], [(0, 1), (1, 2)], obs, state,
+                             torch.zeros(2, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("bounds", [[(0, 1)], [(0, 1), (2, 3)], [(1, 3)], [(0, 2), (1, 3)]])
+def test_segments_that_do_not_tile_the_rows_are_refused(bounds: list[tuple[int, int]]) -> None:
+    obs, state = torch.zeros(3, 11), (torch.zeros(3, 8), torch.zeros(3, 8))
+    with pytest.raises(ValueError, match="must tile rows"):
+        grouped_forward_step([frozen(k) for k in range(len(bounds))], bounds, obs, state,
+                             torch.zeros(3, dtype=torch.bool))
+
+
+def one_by_one(policies: dict[int, Policy], player_of_row: np.ndarray, obs: torch.Tensor,
+               state: tuple[torch.Tensor, torch.Tensor], starts: torch.Tensor,
+               generator: torch.Generator) -> torch.Tensor:
+    """The reference: each player's own forward pass and sampling on its rows, in player order."""
+    actions = torch.full((len(obs), 3), -1, dtype=torch.int64)
+    for p in sorted(policies):
+        rows = torch.from_numpy(np.flatnonzero(player_of_row == p))
+        if not len(rows):
+            continue
+        row_state = (state[0][rows], state[1][rows])
+        logits, _, (h, c) = policies[p].forward_step(obs[rows], row_state, starts[rows])
+        state[0][rows], state[1][rows] = h, c
+        actions[rows] = policies[p].sample_actions(logits, generator)[0]
+    return actions
+
+
+def test_league_opponents_take_the_actions_each_frozen_player_would_take_alone() -> None:
+    """Real midrange observations from the compiled core, 12 frozen players plus mirror envs, three
+    decisions (LSTM states carried): the grouped path draws the same actions as each player's own
+    forward pass and sampling with the same generator seed."""
+    num_envs = 48
+    env = arena.make("midrange", num_envs=num_envs, seed=3)
+    obs_np, _ = env.reset(seed=3)
+    obs_dim = obs_np.shape[1]
+    policies = {k + 1: frozen(100 + k, obs_dim=obs_dim, hidden_size=32, lstm_size=16) for k in range(12)}
+    opp = Opponents(num_envs=num_envs, team_sizes=(1, 1), game="midrange")
+    for index, policy in policies.items():
+        opp.add_player(f"snap-{index}", policy)
+    rng = np.random.default_rng(0)
+    names = ["mirror"] + [f"snap-{k}" for k in policies]
+    opp.set_assignment(np.arange(num_envs), [names[i] for i in rng.integers(0, len(names), num_envs)])
+    player_of_row = np.where(opp.learner_row_mask, 0, np.repeat(opp.player_of_env, 2))
+    reference_state = (torch.zeros(2 * num_envs, 16), torch.zeros(2 * num_envs, 16))
+    grouped_gen, reference_gen = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    starts = torch.ones(2 * num_envs, dtype=torch.bool)
+    for _ in range(3):
+        obs = torch.from_numpy(obs_np.copy())
+        actions = torch.full((2 * num_envs, 3), -1, dtype=torch.int64)
+        with torch.inference_mode():
+            opp.act(opp.groups(0, num_envs), obs_np, obs, starts, actions, grouped_gen)
+            expected = one_by_one(policies, player_of_row, obs, reference_state, starts, reference_gen)
+        assert torch.equal(actions, expected)
+        assert (actions[~torch.from_numpy(opp.learner_row_mask)] >= 0).all()
+        step_actions = np.where(actions.numpy() < 0, 0, actions.numpy()).astype(np.int32)
+        obs_np = env.step(step_actions)[0]
+        starts = torch.zeros(2 * num_envs, dtype=torch.bool)
+    env.close()
