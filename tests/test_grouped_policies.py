@@ -1,4 +1,4 @@
-"""Frozen opponents stepped as one grouped batch act exactly as each would on its own."""
+"""Frozen opponents stepped together from a bank of stacked weights act exactly as each would alone."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import arena
-from arena.agents.grouped import grouped_forward_step
+from arena.agents.grouped import PolicyBank
 from arena.agents.policy import Policy
 from arena.trainer.opponents import Opponents
 
@@ -21,36 +21,63 @@ def frozen(seed: int, obs_dim: int = 11, **sizes: int) -> Policy:
     return policy.eval().requires_grad_(False)
 
 
-def test_grouped_step_equals_each_policys_own_forward_step_on_its_rows() -> None:
-    policies = [frozen(s, encoder_layers=2) for s in range(4)]
-    bounds = [(0, 3), (3, 3), (3, 10), (10, 11)]  # an empty segment too
+def bank_of(policies: dict[int, Policy]) -> PolicyBank:
+    bank = PolicyBank(next(iter(policies.values())), capacity=2)  # small: it must grow
+    for player, policy in policies.items():
+        bank.put(player, policy)
+    return bank
+
+
+@pytest.mark.parametrize("in_play", [[0, 1, 2, 3, 4, 5], [4, 1]])  # the whole stack; a gathered few
+def test_a_bank_step_equals_each_policys_own_forward_step_on_its_rows(in_play):
+    policies = {k: frozen(k, encoder_layers=2) for k in range(6)}
+    bank = bank_of(policies)
+    counts = [3, 0, 7, 1, 2, 4][: len(in_play)]
+    edges = np.cumsum([0] + counts).tolist()
+    bounds = list(zip(edges[:-1], edges[1:], strict=True))
+    n = edges[-1]
     g = torch.Generator().manual_seed(0)
-    obs = torch.randn(11, 11, generator=g)
-    h, c = torch.randn(11, 8, generator=g), torch.randn(11, 8, generator=g)
-    starts = torch.rand(11, generator=g) < 0.3
+    obs = torch.randn(n, 11, generator=g)
+    h, c = torch.randn(n, 8, generator=g), torch.randn(n, 8, generator=g)
+    starts = torch.rand(n, generator=g) < 0.3
     with torch.inference_mode():
-        logits, (h_new, c_new) = grouped_forward_step(policies, bounds, obs, (h, c), starts)
-        for policy, (lo, hi) in zip(policies, bounds, strict=True):
+        logits, (h_new, c_new) = bank.forward_step(in_play, bounds, obs, (h, c), starts)
+        for player, (lo, hi) in zip(in_play, bounds, strict=True):
             own_state = (h[lo:hi], c[lo:hi])
-            own_logits, _, (own_h, own_c) = policy.forward_step(obs[lo:hi], own_state, starts[lo:hi])
-            torch.testing.assert_close(logits[lo:hi], torch.cat(own_logits, dim=-1), rtol=1e-6, atol=1e-6)
-            torch.testing.assert_close(h_new[lo:hi], own_h, rtol=1e-6, atol=1e-6)
-            torch.testing.assert_close(c_new[lo:hi], own_c, rtol=1e-6, atol=1e-6)
+            own = policies[player].forward_step(obs[lo:hi], own_state, starts[lo:hi])
+            own_logits, (own_h, own_c) = own[0], own[2]
+            torch.testing.assert_close(logits[lo:hi], torch.cat(own_logits, dim=-1), rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(h_new[lo:hi], own_h, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(c_new[lo:hi], own_c, rtol=1e-5, atol=1e-5)
 
 
-def test_grouping_policies_of_different_architectures_is_refused() -> None:
-    obs, state = torch.zeros(2, 11), (torch.zeros(2, 8), torch.zeros(2, 8))
-    with pytest.raises(ValueError, match="different architectures"):
-        grouped_forward_step([frozen(0), frozen(1, hidden_size=32)], [(0, 1), (1, 2)], obs, state,
-                             torch.zeros(2, dtype=torch.bool))
+def test_a_slot_put_again_takes_the_new_weights_and_a_dropped_slot_is_reused():
+    bank = bank_of({0: frozen(0), 1: frozen(1)})
+    obs, state = torch.randn(2, 11), (torch.zeros(2, 8), torch.zeros(2, 8))
+    starts = torch.ones(2, dtype=torch.bool)
+    replacement = frozen(7)
+    bank.put(1, replacement)
+    with torch.inference_mode():
+        logits, _ = bank.forward_step([1], [(0, 2)], obs, state, starts)
+        expected = torch.cat(replacement.forward_step(obs, state, starts)[0], dim=-1)
+    torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
+    slot = bank.slot_of[0]
+    bank.drop(0)
+    bank.put(5, frozen(5))
+    assert bank.slot_of[5] == slot
 
 
-@pytest.mark.parametrize("bounds", [[(0, 1)], [(0, 1), (2, 3)], [(1, 3)], [(0, 2), (1, 3)]])
-def test_segments_that_do_not_tile_the_rows_are_refused(bounds: list[tuple[int, int]]) -> None:
+def test_bank_misuse_is_refused_by_name():
+    bank = bank_of({0: frozen(0)})
     obs, state = torch.zeros(3, 11), (torch.zeros(3, 8), torch.zeros(3, 8))
-    with pytest.raises(ValueError, match="must tile rows"):
-        grouped_forward_step([frozen(k) for k in range(len(bounds))], bounds, obs, state,
-                             torch.zeros(3, dtype=torch.bool))
+    starts = torch.zeros(3, dtype=torch.bool)
+    with pytest.raises(ValueError, match="architecture"):
+        bank.put(1, frozen(1, hidden_size=32))
+    with pytest.raises(ValueError, match=r"players \[9\] have no weights"):
+        bank.forward_step([9], [(0, 3)], obs, state, starts)
+    for bounds in ([(0, 1)], [(0, 1), (2, 3)], [(1, 3)], [(0, 2), (1, 3)]):
+        with pytest.raises(ValueError, match="must tile rows"):
+            bank.forward_step([0] * len(bounds), bounds, obs, state, starts)
 
 
 def one_by_one(policies: dict[int, Policy], player_of_row: np.ndarray, obs: torch.Tensor,
@@ -69,7 +96,7 @@ def one_by_one(policies: dict[int, Policy], player_of_row: np.ndarray, obs: torc
     return actions
 
 
-def test_league_opponents_take_the_actions_each_frozen_player_would_take_alone() -> None:
+def test_league_opponents_take_the_actions_each_frozen_player_would_take_alone():
     """Real midrange observations from the compiled core, 12 frozen players plus mirror envs, three
     decisions (LSTM states carried): the grouped path draws the same actions as each player's own
     forward pass and sampling with the same generator seed."""

@@ -266,3 +266,12 @@ def test_biased_bot_follows_its_probabilities():
     assert abs((actions == 0).mean() - 0.7) < 0.03
     with pytest.raises(ValueError):
         BiasedThrower((1.0, -1.0, 0.0, 0.0))
+
+
+def test_the_evader_flies_and_defends_like_the_heuristic_but_never_fires(pilot):
+    evader = make_scripted("scripted:evader", "midrange")
+    shot = observe(enemy=(8 * KM, 0.5 * KM))
+    assert pilot.act(shot)[0, FIRE] == 1 and evader.act(shot)[0, FIRE] == 0
+    np.testing.assert_array_equal(evader.act(shot)[:, :FIRE], pilot.act(shot)[:, :FIRE])
+    threatened = observe(missiles=[(1, 0, (3 * KM, 1.5 * KM), (-900.0, -450.0), 5.0)])
+    np.testing.assert_array_equal(evader.act(threatened)[:, :FIRE], pilot.act(threatened)[:, :FIRE])

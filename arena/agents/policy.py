@@ -239,11 +239,7 @@ class Policy(nn.Module):
         params = (self.lstm.weight_ih, self.lstm.weight_hh, self.lstm.bias_ih, self.lstm.bias_hh)
         key = tuple((p.data_ptr(), p._version) for p in params)
         if getattr(self, "_fused_key", None) != key:
-            w_ih, w_hh, b_ih, b_hh = (p.detach() for p in params)
-            scale = torch.ones(4 * self.lstm_size, 1, dtype=w_ih.dtype, device=w_ih.device)
-            scale[2 * self.lstm_size : 3 * self.lstm_size] = 2.0
-            fused = torch.cat([w_ih, w_hh, (b_ih + b_hh).unsqueeze(1)], dim=1) * scale
-            self._fused_weight = fused.t().contiguous()
+            self._fused_weight = fuse_lstm_weights(self.lstm)
             self._fused_key = key
         return self._fused_weight
 
@@ -282,6 +278,17 @@ class Policy(nn.Module):
         if isinstance(logits, Tensor):
             return logits
         return logits[0] if len(logits) == 1 else torch.cat(list(logits), dim=-1)
+
+
+def fuse_lstm_weights(lstm: nn.LSTMCell) -> Tensor:
+    """``W`` [input + hidden + 1, 4 hidden] with ``[x, h, 1] @ W`` = the gate pre-activations, the
+    g rows doubled (``lstm_cell_from_gates`` computes tanh(g) as 2 sigmoid(2g) - 1)."""
+    params = (lstm.weight_ih, lstm.weight_hh, lstm.bias_ih, lstm.bias_hh)
+    w_ih, w_hh, b_ih, b_hh = (p.detach() for p in params)
+    hidden = lstm.hidden_size
+    scale = torch.ones(4 * hidden, 1, dtype=w_ih.dtype, device=w_ih.device)
+    scale[2 * hidden : 3 * hidden] = 2.0
+    return (torch.cat([w_ih, w_hh, (b_ih + b_hh).unsqueeze(1)], dim=1) * scale).t().contiguous()
 
 
 def lstm_input(x: Tensor, h: Tensor) -> Tensor:

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 SCRIPTED_BOTS: dict[str, tuple[str, ...]] = {
-    "midrange": ("random", "heuristic"),
+    "midrange": ("random", "heuristic", "evader"),
     "rpsw": ("random", "cycle", "biased", "constant", "counter"),
 }
 PREFIX = "scripted:"
@@ -78,10 +78,12 @@ def make_scripted(
         )
     # Imported here because the player modules import ScriptedAgent from this one.
     if game == "midrange":
-        from arena.agents.scripted_midrange import HeuristicPilot, RandomPilot
+        from arena.agents.scripted_midrange import EvaderPilot, HeuristicPilot, RandomPilot
 
         if bare == "random":
             return RandomPilot(team_sizes=team_sizes, tracked_missiles=tracked_missiles, seed=seed)
+        if bare == "evader":
+            return EvaderPilot(team_sizes=team_sizes, tracked_missiles=tracked_missiles)
         return HeuristicPilot(team_sizes=team_sizes, tracked_missiles=tracked_missiles)
 
     from arena.agents.scripted_rpsw import (

@@ -247,3 +247,17 @@ def _position(fighters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions (x ahead, y left, in range units) of a [n, m, 9] fighter block, relative to me."""
     r = fighters[:, :, _F["range"]]
     return r * fighters[:, :, _F["bearing_cos"]], r * fighters[:, :, _F["bearing_sin"]]
+
+
+class EvaderPilot(HeuristicPilot):
+    """The heuristic pilot's flying and missile defence (crank, drag, keep off the edge), never
+    firing: a target that must be shot down, not out-waited, and that cannot punish mistakes. A
+    stepping stone in a league's pool (HHMARL's curriculum also starts with opponents that do not
+    shoot back)."""
+
+    name = "evader"
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        actions = super()._act(obs)
+        actions[:, 2] = 0
+        return actions

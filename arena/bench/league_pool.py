@@ -70,6 +70,7 @@ class Timed:
         self.opponents_inference = 0.0
         self.league_time = dict.fromkeys(LEAGUE_PARTS, 0.0)
         self.wall = 0.0
+        self.agent_sps: list[float] = []  # every row of the main trainer's envs, learner or not
         self.opponents_per_half: list[float] = []
 
     def samples(self) -> int:
@@ -90,9 +91,13 @@ class Timed:
         if not measured:
             return
         self.sps.append((self.samples() - before) / elapsed)
+        self.agent_sps.append(self.trainer.config.rollout_steps * self.trainer.experience.rows / elapsed)
         self.wall += elapsed
-        for part in TRAINER_PARTS:
+        busy = 0.0
+        for part in ("sim", "inference", "learn"):
             self.split[part] += metrics.get(f"time/{part}", 0.0)
+            busy += metrics.get(f"time/{part}", 0.0)
+        self.split["other"] += max(0.0, elapsed - busy)  # the trainer's own "other" spans the turns
         self.opponents_inference += metrics.get("time/inference_opponents", 0.0)
         for part in LEAGUE_PARTS:
             self.league_time[part] += metrics.get(f"league/time/{part}", 0.0)
@@ -158,7 +163,13 @@ def main(args: argparse.Namespace) -> int:
             print(f"resident memory: {rss:,.0f} MiB now, {peak:,.0f} MiB peak "
                   f"({rss_start:,.0f} MiB before the trainers were built)")
             verdict = "met" if ratio >= GOAL else "NOT met"
-            print(f"league / mirror SPS: {ratio:.2f}x (goal >= {GOAL}x: {verdict})")
+            mirror_rows = statistics.median(mirror.agent_sps)
+            league_rows = statistics.median(league.agent_sps)
+            learner_share = statistics.median(league.sps) / league_rows
+            print(f"agent steps/s (every row, learner or opponent): mirror {mirror_rows:,.0f}, league "
+                  f"{league_rows:,.0f}: {league_rows / mirror_rows:.2f}x; learner rows are "
+                  f"{learner_share:.0%} of the league's")
+            print(f"league / mirror SPS (learner samples): {ratio:.2f}x (goal >= {GOAL}x: {verdict})")
         finally:
             league_run.save()
             league_run.close()

@@ -13,6 +13,9 @@ over the first 30M samples, with the outcome (+1/-1) as the only reward (``train
 configs/trainer/kickstart.yaml). From scratch, the outcome
 reward alone gives no signal here: a random policy loses every match to the heuristic, so every
 return is -1. Pass ``trainer.kickstart_teacher=null`` to see that.
+
+``--from-scratch`` measures something else: the default league, no teacher, through the real CLI
+(``arena/bench/learn_scratch.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from arena.bench import learn_scratch
 
 DEFAULTS = [
     "opponents.players=[scripted:heuristic]",
@@ -56,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-games", type=int, default=200)
     parser.add_argument("--final-games", type=int, default=1000)
     parser.add_argument("overrides", nargs="*", help="hydra overrides, e.g. trainer.num_envs=512")
+    learn_scratch.add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.from_scratch:
+        return learn_scratch.main(args)
 
     cfg = compose_run_config(DEFAULTS + ["trainer.total_timesteps=1000000000"] + list(args.overrides))
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,7 +13,8 @@ from arena.league.view import show
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arena.league", description="Inspect a league store.")
     commands = parser.add_subparsers(dest="command", required=True)
-    show_cmd = commands.add_parser("show", help="print the leaderboard and gauntlet; write rating, payoff and gauntlet PNGs")
+    show_cmd = commands.add_parser(
+        "show", help="print the leaderboard and gauntlet; write rating, payoff and gauntlet PNGs")
     show_cmd.add_argument("run_dir", help="run directory holding league.sqlite")
     show_cmd.add_argument("--out", default=None, help="directory for the PNGs (default: RUN_DIR)")
     show_cmd.add_argument("--x", choices=("match", "step"), default="match",

@@ -103,6 +103,7 @@ class PlayerCache:
         with self.timer.measure("loading"):
             for player_id, copy in self._live.items():
                 copy.load_state_dict(self.live_sources[player_id].state_dict())
+                self.opponents.add_player(player_id, copy)  # refreshes its weights for grouped inference
 
     def _use_frozen(self, player: Player) -> None:
         if player.player_id in self._frozen:

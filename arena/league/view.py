@@ -157,21 +157,25 @@ def gauntlet_curves(records: Sequence[GauntletRecord]) -> dict[str, list[Gauntle
     return {ref: sorted(points) for ref, points in curves.items()}
 
 
-def plot_gauntlet(records: Sequence[GauntletRecord], path: str | os.PathLike[str]) -> Path:
-    """PNG of each snapshot's score against each fixed reference over the learner's steps, with the
-    95% Wilson intervals: strength on a scale that does not drift, where a collapse shows."""
+def plot_gauntlet(records: Sequence[GauntletRecord], path: str | os.PathLike[str], *,
+                  start_time: float | None = None, title: str | None = None) -> Path:
+    """PNG of each snapshot's score against each fixed reference over the learner's steps (or, with
+    ``start_time``, over the minutes since then), with the 95% Wilson intervals: strength on a
+    scale that does not drift, where a collapse shows."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 5))
+    minutes = {(r.player_id, r.reference): (r.created_at - start_time) / 60.0 for r in records} \
+        if start_time is not None else {}
     for ref, points in gauntlet_curves(records).items():
-        steps = np.array([p[0] for p in points], dtype=float)
+        steps = np.array([minutes.get((p[1], ref), p[0]) if minutes else p[0] for p in points], dtype=float)
         score, lo, hi = (np.array([p[k] for p in points]) for k in (2, 3, 4))
         line = ax.plot(steps, score, marker="o", markersize=3, label=ref)[0]
         ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_ylim(-0.02, 1.02)
     ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_xlabel("learner step of the snapshot")
+    ax.set_xlabel("minutes of training" if minutes else "learner step of the snapshot")
     ax.set_ylabel("score (W + D/2) / games, 95% interval")
-    ax.set_title("Gauntlet: each snapshot against fixed references")
+    ax.set_title(title or "Gauntlet: each snapshot against fixed references")
     ax.grid(alpha=0.3)
     if records:
         ax.legend(fontsize="small", loc="best")

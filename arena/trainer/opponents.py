@@ -12,11 +12,12 @@ The assignment of an env changes only when its match ends: the trainer calls ``e
 which asks the matchmaker ``(env_ids, outcomes) -> player ids`` for the finished envs.
 
 Inference over the half of the envs being stepped: the opponent rows are sorted by player, and the
-frozen policies of one architecture step together (``arena.agents.grouped``): one gather of
-observations and LSTM states, one matrix product per player and layer on its contiguous rows, one
-sampling call, one scatter. The cost of a step therefore barely grows with the number of distinct
-frozen players (a league's pool). Each scripted player acts once on its own rows. The LSTM states of
-all opponent rows live in one table indexed by row.
+frozen policies of one architecture step together from a ``PolicyBank`` of their stacked weights
+(``arena.agents.grouped``): one gather of observations and LSTM states, one batched matrix product
+per layer over all players, one sampling call, one scatter. The cost of a step therefore barely
+grows with the number of distinct frozen players (a league's pool). Each scripted player acts once
+on its own rows. The LSTM states of all opponent rows live in one table indexed by row. Adding a
+player again (``add_player`` with the same id) refreshes its weights in the bank.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from arena.agents.grouped import ArchitectureKey, architecture_key, grouped_forward_step
+from arena.agents.grouped import ArchitectureKey, PolicyBank, architecture_key
 from arena.agents.policy import Policy, load_policy
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class PolicyBatch:
     bounds: list[tuple[int, int]]
     rows_np: np.ndarray
     rows: Tensor
-    lstm_size: int
+    key: ArchitectureKey
 
 
 @dataclass
@@ -158,6 +159,7 @@ class Opponents:
         self.learner_row_mask = np.ones(self.rows, dtype=bool)  # updated with the assignment
         self._groups: dict[tuple[int, int], RowGroups] = {}
         self._states: dict[int, tuple[Tensor, Tensor]] = {}  # per LSTM size, every row
+        self._banks: dict[ArchitectureKey, PolicyBank] = {}  # frozen policies' stacked weights
         if callable(getattr(self.matchmaker, "bind", None)):
             # A matchmaker that loads its players on demand (the league's) registers them here.
             self.matchmaker.bind(self)  # type: ignore[attr-defined]
@@ -175,10 +177,24 @@ class Opponents:
         if isinstance(agent, Policy):
             agent = agent.to(self.device).eval().requires_grad_(False)
         if player_id in self._index:
-            self.players[self._index[player_id]].agent = agent
-            return
-        self._index[player_id] = len(self.players)
-        self.players.append(Player(player_id, agent))
+            index = self._index[player_id]
+            self._drop_from_bank(index)
+            self.players[index].agent = agent
+        else:
+            index = self._index[player_id] = len(self.players)
+            self.players.append(Player(player_id, agent))
+        if isinstance(agent, Policy):
+            key = architecture_key(agent)
+            with torch.inference_mode(False):  # the bank's storage must stay writable outside it
+                if key not in self._banks:
+                    self._banks[key] = PolicyBank(agent, self.device)
+                self._banks[key].put(index, agent)
+        self._groups.clear()
+
+    def _drop_from_bank(self, index: int) -> None:
+        agent = self.players[index].agent
+        if isinstance(agent, Policy) and architecture_key(agent) in self._banks:
+            self._banks[architecture_key(agent)].drop(index)
 
     def release_player(self, player_id: str) -> None:
         """Drops the agent of a player no env is assigned to (a cache evicting a frozen policy); it
@@ -188,6 +204,7 @@ class Opponents:
             raise ValueError(f"{player_id!r} is not a registered opponent: {sorted(self._index)}")
         if (self.player_of_env == index).any():
             raise ValueError(f"player {player_id!r} still drives team 1 of some envs; it cannot be released")
+        self._drop_from_bank(index)
         self.players[index].agent = None
 
     def player_index(self, player_id: str) -> int:
@@ -284,7 +301,7 @@ class Opponents:
             edges = np.cumsum([0] + [len(rows) for _, rows in members]).tolist()
             batches.append(PolicyBatch(
                 players=[p for p, _ in members], bounds=list(zip(edges[:-1], edges[1:], strict=True)),
-                rows_np=rows_np, rows=torch.from_numpy(rows_np).to(self.device), lstm_size=key[3],
+                rows_np=rows_np, rows=torch.from_numpy(rows_np).to(self.device), key=key,
             ))
         return RowGroups(learner, int(is_learner.sum()), scripted, batches)
 
@@ -304,17 +321,17 @@ class Opponents:
         their random numbers in ascending player index, as if each had sampled on its own.
         """
         for batch in groups.policies:
-            policies = [self.players[p].agent for p in batch.players]
-            h, c = self._state_for(batch.lstm_size)
+            h, c = self._state_for(batch.key[3])
             rows = batch.rows
-            logits, (h_new, c_new) = grouped_forward_step(
-                policies,  # type: ignore[arg-type]
-                batch.bounds, obs.index_select(0, rows),
+            logits, (h_new, c_new) = self._banks[batch.key].forward_step(
+                batch.players, batch.bounds, obs.index_select(0, rows),
                 (h.index_select(0, rows), c.index_select(0, rows)), episode_start.index_select(0, rows),
             )
             h.index_copy_(0, rows, h_new)
             c.index_copy_(0, rows, c_new)
-            acts, _ = policies[0].sample_actions(logits, generator)  # type: ignore[union-attr]
+            sampler = self.players[batch.players[0]].agent
+            assert isinstance(sampler, Policy)
+            acts, _ = sampler.sample_actions(logits, generator)  # the heads are the same for the batch
             actions_out[batch.rows_np] = acts.to(actions_out.device)
         for p, rows_np in groups.scripted:
             agent = self.players[p].agent

@@ -1,0 +1,113 @@
+"""Learning from scratch through the real CLI: ``python -m arena.bench learn --from-scratch``.
+
+Runs ``python -m arena.train +league=selfplay`` (no teacher; extra ``key=value`` arguments are passed
+on) in a subprocess for ``--minutes`` of wall time, then stops it with Ctrl-C (SIGINT: the trainer
+writes its checkpoint and the league its state, as when a user stops a run). While it runs, the
+league's gauntlet (every new snapshot against the game's scripted bots, ``league.gauntlet``) is read
+from the run's league store and printed as it arrives: minute, snapshot, learner step, and the
+score against each reference with its 95% Wilson interval. At the end the curve is drawn to a PNG
+and, with ``--final-games N``, the newest snapshot plays N side-swapped, seed-paired games against
+``--reference`` (default ``scripted:heuristic``).
+
+    python -m arena.bench learn --from-scratch --minutes 30 --seed 1 --run-dir runs/scratch-1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from arena.league.store import LEAGUE_DB, GauntletRecord, LeagueStore
+
+POLL_S = 10.0
+
+
+def _read_gauntlet(run_dir: Path) -> list[GauntletRecord]:
+    db = run_dir / LEAGUE_DB
+    if not db.is_file():
+        return []
+    try:
+        with LeagueStore(db, create=False) as store:
+            return store.gauntlet()
+    except Exception:  # the writer may hold the file mid-creation; the next poll reads it
+        return []
+
+
+def _print_new(records: list[GauntletRecord], seen: set[tuple[str, str]], start: float) -> None:
+    for r in records:
+        if (r.player_id, r.reference) in seen:
+            continue
+        seen.add((r.player_id, r.reference))
+        score, lo, hi = r.score()
+        print(f"{(r.created_at - start) / 60:7.1f} {r.player_id:>14} {r.learner_step or 0:>12,} "
+              f"{r.reference:>20} {score:6.3f}  [{lo:.3f}, {hi:.3f}]  {r.wins}/{r.draws}/{r.losses}",
+              flush=True)
+
+
+def main(args: argparse.Namespace) -> int:
+    from arena.league.view import plot_gauntlet
+
+    run_dir = Path(args.run_dir or f"runs/scratch-seed{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+    if (run_dir / LEAGUE_DB).exists():
+        raise SystemExit(f"--run-dir {run_dir} already holds a league; give a new directory")
+    command = [sys.executable, "-m", "arena.train", "+league=selfplay", f"run_dir={run_dir}",
+               f"trainer.seed={args.seed}", "dashboard=false", *args.overrides]
+    print(f"learning from scratch, {args.minutes:g} min: {' '.join(command[1:])}", flush=True)
+    print(f"{'minute':>7} {'snapshot':>14} {'step':>12} {'reference':>20} {'score':>6}  "
+          "95% interval     W/D/L")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = open(run_dir / "train.log", "w")  # noqa: SIM115 - open while the subprocess writes it
+    start = time.time()
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+    seen: set[tuple[str, str]] = set()
+    try:
+        while process.poll() is None and time.time() - start < args.minutes * 60:
+            time.sleep(min(POLL_S, max(0.1, args.minutes * 60 - (time.time() - start))))
+            _print_new(_read_gauntlet(run_dir), seen, start)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=300)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        log.close()
+    records = _read_gauntlet(run_dir)
+    _print_new(records, seen, start)
+    if process.returncode not in (0, None):
+        print(f"arena.train exited with status {process.returncode}; see {log.name}")
+    if not records:
+        print("no snapshot finished its gauntlet: nothing to draw")
+        return 1
+    image = plot_gauntlet(records, run_dir / "gauntlet_minutes.png", start_time=start,
+                          title=f"From scratch, seed {args.seed}: each snapshot against fixed references")
+    print(f"wrote {image}")
+    if args.final_games:
+        from arena.agents.players import resolve_player
+        from arena.evaluation.runner import MatchSettings, play_match
+        from arena.league.player_cache import snapshot_file
+
+        with LeagueStore(run_dir / LEAGUE_DB, create=False) as store:
+            newest = [p for p in store.players() if p.kind == "snapshot" and p.parent == "learner"][-1]
+        path = snapshot_file(run_dir, newest)
+        result = play_match(resolve_player(str(path), "midrange"), resolve_player(args.reference, "midrange"),
+                            MatchSettings(games=args.final_games, seed=args.seed + 1000, num_envs=256))
+        score, lo, hi = result.score()
+        print(f"newest snapshot {newest.player_id} (step {newest.step:,}) vs {args.reference}: "
+              f"{result.wins}/{result.draws}/{result.losses}, score {score:.3f} [{lo:.3f}, {hi:.3f}] "
+              f"over {result.games} games")
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--from-scratch", action="store_true",
+                        help="run the default league from scratch through the CLI and print its gauntlet")
+    parser.add_argument("--seed", type=int, default=0, help="trainer seed (with --from-scratch)")
+    parser.add_argument("--run-dir", default=None, help="run directory (with --from-scratch)")
+    parser.add_argument("--reference", default="scripted:heuristic",
+                        help="the final evaluation's opponent (with --from-scratch)")

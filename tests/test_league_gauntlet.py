@@ -1,0 +1,116 @@
+"""The gauntlet: every new snapshot plays fixed references; results are stored, logged and drawn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from arena.agents.policy import Policy
+from arena.league import LEAGUE_DB, LeagueStore, Player
+from arena.league.__main__ import main as league_cli
+from arena.league.gauntlet import Gauntlet, gauntlet_metrics, metric_name
+from arena.league.store import GauntletRecord
+from arena.train import main
+from arena.trainer.dashboard import Dashboard
+
+FAST = [
+    "env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=32", "trainer.num_threads=1",
+    "trainer.torch_threads=1",
+]
+RPSW_BOTS = ("random", "cycle", "biased", "constant", "counter")
+
+
+@pytest.fixture(scope="module")
+def league_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run_dir = tmp_path_factory.mktemp("gauntlet") / "run"
+    argv = [*FAST, "+league=selfplay", f"run_dir={run_dir}", "trainer.total_timesteps=4000",
+            "league.snapshot.every_steps=1500", "league.gauntlet.games=40"]
+    assert main(argv) == 0
+    return run_dir
+
+
+def test_every_snapshot_plays_every_scripted_bot_of_the_game(league_run):
+    with LeagueStore(league_run / LEAGUE_DB, create=False) as store:
+        snapshots = [p for p in store.players() if p.kind == "snapshot"]
+        records = store.gauntlet()
+    assert len(snapshots) >= 2
+    played = {(r.player_id, r.reference) for r in records}
+    assert played == {(s.player_id, f"scripted:{bot}") for s in snapshots for bot in RPSW_BOTS}
+    assert all(r.games == 40 for r in records)
+    assert {r.learner_step for r in records} == {s.step for s in snapshots}
+
+
+def test_gauntlet_scores_are_logged_once_per_snapshot_with_their_interval(league_run):
+    lines = [json.loads(line) for line in (league_run / "metrics.jsonl").read_text().splitlines()]
+    logged = [m for m in lines if "gauntlet/heuristic" in m or "gauntlet/counter" in m]
+    with LeagueStore(league_run / LEAGUE_DB, create=False) as store:
+        snapshots = len([p for p in store.players() if p.kind == "snapshot"])
+    assert len(logged) == snapshots
+    for m in logged:
+        for bot in RPSW_BOTS:
+            assert m[f"gauntlet/{bot}_lo"] <= m[f"gauntlet/{bot}"] <= m[f"gauntlet/{bot}_hi"]
+
+
+def test_league_show_prints_the_gauntlet_and_draws_strength_over_time(league_run, tmp_path, capsys):
+    assert league_cli(["show", str(league_run), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Gauntlet" in out and "scripted:counter" in out
+    image = tmp_path / "league_gauntlet.png"
+    assert image.is_file() and image.stat().st_size > 10_000
+
+
+def test_a_gauntlet_against_a_named_checkpoint_and_a_bot(tmp_path):
+    torch.manual_seed(0)
+    from arena.agents.players import game_spaces
+
+    spaces = game_spaces("rpsw")
+    files = []
+    for k in range(2):
+        policy = Policy(spaces.obs_dim, list(spaces.action_nvec), hidden_size=8, lstm_size=8)
+        torch.save({"policy_spec": policy.spec, "policy": policy.state_dict()}, tmp_path / f"p{k}.pt")
+        files.append(tmp_path / f"p{k}.pt")
+    gauntlet = Gauntlet([str(files[1]), "scripted:constant"], 20, game="rpsw", team_sizes=(1, 1), seed=3)
+    records = gauntlet.play("snap-0", files[0], learner_step=7)
+    assert [r.reference for r in records] == [str(files[1]), "scripted:constant"]
+    assert all(r.games == 20 and r.learner_step == 7 for r in records)
+    assert gauntlet.play("snap-0", files[0], learner_step=7) == records  # same seed, same games
+    metrics = gauntlet_metrics(records)
+    assert set(metrics) == {"gauntlet/p1", "gauntlet/p1_lo", "gauntlet/p1_hi", "gauntlet/constant",
+                            "gauntlet/constant_lo", "gauntlet/constant_hi"}
+
+
+def test_an_unknown_reference_fails_at_start_up_by_name():
+    with pytest.raises(ValueError, match="scripted:nobody"):
+        Gauntlet(["scripted:nobody"], 10, game="rpsw", team_sizes=(1, 1))
+
+
+def test_gauntlet_results_survive_reopening_the_store_and_need_a_known_player(tmp_path):
+    with LeagueStore(tmp_path / LEAGUE_DB) as store:
+        store.add_player(Player("snap-0", "snapshot", path="s.pt", sha256="0" * 64, step=5, parent="learner"))
+        store.record_gauntlet(GauntletRecord("snap-0", "scripted:heuristic", 5, 30, 10, 60))
+        with pytest.raises(ValueError, match="unknown player 'snap-9'"):
+            store.record_gauntlet(GauntletRecord("snap-9", "scripted:heuristic", 5, 1, 0, 0))
+    with LeagueStore(tmp_path / LEAGUE_DB, create=False) as store:
+        (record,) = store.gauntlet()
+    assert (record.player_id, record.wins, record.draws, record.losses) == ("snap-0", 30, 10, 60)
+    score, lo, hi = record.score()
+    assert score == pytest.approx(0.35) and lo < score < hi
+
+
+def test_metric_names_are_short():
+    assert metric_name("scripted:heuristic") == "gauntlet/heuristic"
+    assert metric_name("runs/x/league/snapshots/learner-3.pt") == "gauntlet/learner-3"
+
+
+def test_the_dashboard_keeps_the_newest_gauntlet_until_the_next_snapshot():
+    import io
+
+    board = Dashboard(total_steps=100, stream=io.StringIO())
+    board.update({"SPS": 1.0, "gauntlet/heuristic": 0.8, "gauntlet/heuristic_lo": 0.7,
+                  "gauntlet/heuristic_hi": 0.9}, step=10)
+    board.update({"SPS": 1.0}, step=20)
+    assert board.gauntlet == {"heuristic": (0.8, 0.7, 0.9)}
+    assert "gauntlet heuristic 0.80 [0.70, 0.90]" in board.plain_line()
