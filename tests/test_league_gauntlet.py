@@ -27,7 +27,7 @@ RPSW_BOTS = ("random", "cycle", "biased", "constant", "counter")
 def league_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run_dir = tmp_path_factory.mktemp("gauntlet") / "run"
     argv = [*FAST, "+league=selfplay", f"run_dir={run_dir}", "trainer.total_timesteps=4000",
-            "league.snapshot.every_steps=1500", "league.gauntlet.games=40"]
+            "league.snapshot.every_steps=1500", "league.gauntlet.games=40", "league.gauntlet.every_steps=0"]
     assert main(argv) == 0
     return run_dir
 
@@ -41,6 +41,20 @@ def test_every_snapshot_plays_every_scripted_bot_of_the_game(league_run):
     assert played == {(s.player_id, f"scripted:{bot}") for s in snapshots for bot in RPSW_BOTS}
     assert all(r.games == 40 for r in records)
     assert {r.learner_step for r in records} == {s.step for s in snapshots}
+
+
+def test_gauntlets_are_spaced_by_every_steps_samples(tmp_path):
+    run_dir = tmp_path / "run"
+    argv = [*FAST, "+league=selfplay", f"run_dir={run_dir}", "trainer.total_timesteps=9000",
+            "league.snapshot.every_steps=1000", "league.snapshot.beat_all_threshold=null",
+            "league.gauntlet.games=10", "league.gauntlet.every_steps=3000"]
+    assert main(argv) == 0
+    with LeagueStore(run_dir / LEAGUE_DB, create=False) as store:
+        snapshot_steps = [p.step for p in store.players() if p.kind == "snapshot"]
+        played = sorted({r.learner_step for r in store.gauntlet()})
+    assert played[0] == snapshot_steps[0] and len(played) < len(snapshot_steps)
+    assert all(b - a >= 3000 for a, b in zip(played, played[1:], strict=False))
+    assert all(any(s - p < 3000 for p in played if p <= s) for s in snapshot_steps)  # none skipped too long
 
 
 def test_gauntlet_scores_are_logged_once_per_snapshot_with_their_interval(league_run):

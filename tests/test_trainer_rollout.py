@@ -207,3 +207,51 @@ def test_a_truncated_episode_bootstraps_from_the_value_of_its_final_observation(
     assert bool((exp.final_values[exp.truncations] != 0).all())
     assert bool((exp.final_values[~exp.truncations] == 0).all())
     trainer.close()
+
+
+def test_without_truncation_bootstrapping_a_time_limit_ends_the_return_like_a_terminal(monkeypatch) -> None:
+    """trainer.bootstrap_truncation=false: no final-observation values are computed, and the
+    advantage of the last step of a timed-out match is its reward minus its value, as at a terminal."""
+    trainer = PPOTrainer(
+        TrainerConfig(num_envs=4, num_threads=1, torch_threads=1, bptt_horizon=8, rollout_steps=16,
+                      minibatch_size=64, bootstrap_truncation=False, gae_lambda=1.0),
+        SMALL_POLICY, game="midrange", env_overrides={"time_limit_s": 2.0},  # 10 decisions
+    )
+    scramble(trainer.policy)
+    trainer.evaluate()
+    exp = trainer.experience
+    assert exp.truncations.any() and bool((exp.final_values == 0).all())
+    import arena.trainer.ppo as ppo
+
+    seen, original = {}, ppo.compute_gae
+
+    def capture(*args, **kwargs):
+        seen["args"] = args
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ppo, "compute_gae", capture)
+    trainer.train()
+    terminals, truncations = seen["args"][2], seen["args"][3]
+    assert bool(terminals[exp.truncations.t()].all()) and not truncations.any()
+    trainer.close()
+
+
+def test_a_scheduled_reward_is_told_the_sample_count_before_each_rollout() -> None:
+    class Recorder(DoubleOutcome):
+        def __init__(self) -> None:
+            super().__init__()
+            self.steps: list[int] = []
+
+        def set_step(self, step: int) -> None:
+            self.steps.append(step)
+
+    reward = Recorder()
+    trainer = PPOTrainer(
+        TrainerConfig(num_envs=8, num_threads=1, torch_threads=1, bptt_horizon=9, rollout_steps=18,
+                      minibatch_size=18 * 16),
+        SMALL_POLICY, game="rpsw", reward_fn=reward, matchmaker=FixedMix("scripted:cycle"),
+    )
+    for _ in range(3):
+        trainer.evaluate()
+    assert reward.steps == [0, 144, 288]
+    trainer.close()

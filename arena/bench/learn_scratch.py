@@ -27,6 +27,10 @@ from arena.league.store import LEAGUE_DB, GauntletRecord, LeagueStore
 POLL_S = 10.0
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _read_gauntlet(run_dir: Path) -> list[GauntletRecord]:
     db = run_dir / LEAGUE_DB
     if not db.is_file():
@@ -63,7 +67,10 @@ def main(args: argparse.Namespace) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     log = open(run_dir / "train.log", "w")  # noqa: SIM115 - open while the subprocess writes it
     start = time.time()
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+    # SIGINT restored for the child: a shell starts background jobs with it ignored, and the child
+    # would inherit that and never see the Ctrl-C that ends the run cleanly.
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ),
+                               preexec_fn=_default_sigint)
     seen: set[tuple[str, str]] = set()
     try:
         while process.poll() is None and time.time() - start < args.minutes * 60:

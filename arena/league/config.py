@@ -105,12 +105,15 @@ class LeagueExploiterConfig:
 
 @dataclass
 class GauntletConfig:
-    """Every new snapshot of the main learner plays ``games`` side-swapped, seed-paired games against
+    """A new snapshot of the main learner plays ``games`` side-swapped, seed-paired games against
     each reference: ``players`` (``scripted:<name>`` or a checkpoint path; None: every scripted bot of
-    the game). ``games: 0`` turns the gauntlet off."""
+    the game), when at least ``every_steps`` learner samples have passed since the last gauntlet
+    (0: every snapshot). A game lasts up to the time limit whoever plays, so a gauntlet costs seconds;
+    spacing them keeps its share of the wall time small. ``games: 0`` turns the gauntlet off."""
 
     players: list[str] | None = None
     games: int = 200
+    every_steps: int = 4_000_000
     seed: int = 12345  # the same spawns for every snapshot: differences come from the players
 
 
@@ -147,6 +150,8 @@ class LeagueConfig:
         g = self.gauntlet
         if isinstance(g.games, bool) or not isinstance(g.games, int) or g.games < 0:
             raise ValueError(f"league.gauntlet.games={g.games!r} must be an integer >= 0 (0: no gauntlet)")
+        if isinstance(g.every_steps, bool) or not isinstance(g.every_steps, int) or g.every_steps < 0:
+            raise ValueError(f"league.gauntlet.every_steps={g.every_steps!r} must be an integer >= 0")
         if g.players is not None and (not isinstance(g.players, list) or not all(
                 isinstance(p, str) and p for p in g.players)):
             raise ValueError(f"league.gauntlet.players={g.players!r} must be a list of player specs or null")

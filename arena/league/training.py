@@ -84,6 +84,7 @@ class LeagueRun:
         self.updates = 0
         self._logged_views_at = -1
         self.gauntlet: Gauntlet | None = None
+        self._gauntlet_step: int | None = None  # learner step of the last snapshot that played it
         self._gauntlet_new: list[Any] = []  # results not yet in the metrics
 
     # ------------------------------------------------------------------ building
@@ -208,13 +209,24 @@ class LeagueRun:
             if not learner.snapshot_due(self.league):
                 return None
             player = learner.snapshot(self.league, self.run_dir)
-        if learner is self.main and self.gauntlet is not None:
+        if learner is self.main and self._gauntlet_due(player.step):
             with self.timer.measure("gauntlet"):
                 for record in self.gauntlet.play(player.player_id, snapshot_file(self.run_dir, player),
                                                  player.step):
                     self.league.store.record_gauntlet(record)
                     self._gauntlet_new.append(record)
+            self._gauntlet_step = player.step
         return len(self.league.pool.snapshots(parent=learner.player_id)) - 1
+
+    def _gauntlet_due(self, step: int | None) -> bool:
+        if self.gauntlet is None:
+            return False
+        if self._gauntlet_step is None:  # first of this process: resume from the store's last
+            played = self.league.store.gauntlet()
+            self._gauntlet_step = max((r.learner_step or 0 for r in played), default=None)
+        if self._gauntlet_step is None or step is None:
+            return True
+        return step - self._gauntlet_step >= self.config.gauntlet.every_steps
 
     def _restart(self, old: LeagueLearner) -> LeagueLearner:
         """A new generation of an exploiter with fresh weights (its own env batch and checkpoints)."""
