@@ -143,8 +143,7 @@ class PolicyBank:
         gates = torch.bmm(torch.cat([x, h, ones], dim=2), weights["lstm_w"])
         h, c = lstm_cell_from_gates(gates.view(batches * width, -1), c.view(batches * width, -1))
         logits = torch.baddbmm(weights["actor_b"], h.view(batches, width, -1), weights["actor_w"])
-        rows = logits.shape[-1]
-        return (logits.view(-1, rows).index_select(0, position),
+        return (logits.view(-1, logits.shape[-1]).index_select(0, position),
                 (h.index_select(0, position), c.index_select(0, position)))
 
 
