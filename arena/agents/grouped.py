@@ -46,7 +46,7 @@ class PolicyBank:
         self.device = torch.device(device)
         obs_dim, nvec, hidden, lstm, layers = self.key
         widths = [obs_dim] + [hidden] * layers
-        self._shapes = {
+        shapes = {
             **{f"enc{i}_w": (widths[i], hidden) for i in range(layers)},
             **{f"enc{i}_b": (1, hidden) for i in range(layers)},
             "lstm_w": (hidden + lstm + 1, 4 * lstm),
@@ -55,7 +55,7 @@ class PolicyBank:
         }
         self.layers = layers
         self.stacks = {name: torch.zeros(capacity, *shape, device=self.device)
-                       for name, shape in self._shapes.items()}
+                       for name, shape in shapes.items()}
         self.slot_of: dict[int, int] = {}
         self._free: list[int] = list(range(capacity))  # a heap: the lowest free slot first
 
@@ -124,10 +124,11 @@ class PolicyBank:
         batches = high if whole else len(slots)
         offsets = np.arange(n) - np.repeat(np.array([lo for lo, _ in bounds], dtype=np.int64), counts)
         position = torch.from_numpy(np.repeat(batch_of, counts) * width + offsets).to(obs.device)
-        in_play = torch.from_numpy(slots).to(self.device)
-        weights = {name: stack[:high] for name, stack in self.stacks.items()} if whole else {
-            name: stack.index_select(0, in_play) for name, stack in self.stacks.items()
-        }
+        if whole:
+            weights = {name: stack[:high] for name, stack in self.stacks.items()}
+        else:
+            in_play = torch.from_numpy(slots).to(self.device)
+            weights = {name: stack.index_select(0, in_play) for name, stack in self.stacks.items()}
 
         def pad(x: Tensor) -> Tensor:
             out = x.new_zeros(batches * width, x.shape[1])

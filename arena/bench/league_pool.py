@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from arena.league.timing import LEAGUE_PARTS
+from arena.trainer.stats import TIME_PARTS
 
-TRAINER_PARTS = ("sim", "inference", "learn", "other")
+TRAINER_PARTS = (*TIME_PARTS, "other")
 GOAL = 0.9
 
 
@@ -93,18 +94,16 @@ class Timed:
         self.sps.append((self.samples() - before) / elapsed)
         self.agent_sps.append(self.trainer.config.rollout_steps * self.trainer.experience.rows / elapsed)
         self.wall += elapsed
-        busy = 0.0
-        for part in ("sim", "inference", "learn"):
+        for part in TIME_PARTS:
             self.split[part] += metrics.get(f"time/{part}", 0.0)
-            busy += metrics.get(f"time/{part}", 0.0)
+        busy = sum(metrics.get(f"time/{part}", 0.0) for part in TIME_PARTS)
         self.split["other"] += max(0.0, elapsed - busy)  # the trainer's own "other" spans the turns
         self.opponents_inference += metrics.get("time/inference_opponents", 0.0)
         for part in LEAGUE_PARTS:
             self.league_time[part] += metrics.get(f"league/time/{part}", 0.0)
         opponents = self.trainer.opponents
-        n = opponents.num_envs
-        halves = [(0, n // 2), (n // 2, n)] if n >= 2 else [(0, n)]
-        distinct = [sum(len(b.players) for b in opponents.groups(*h).policies) for h in halves]
+        distinct = [sum(len(b.players) for b in opponents.groups(*half).policies)
+                    for half in self.trainer.rollout.halves]
         self.opponents_per_half.append(statistics.mean(distinct))
 
     def report(self) -> str:
