@@ -141,7 +141,8 @@ def test_buffers_have_the_documented_shapes_and_dtypes():
     assert obs.shape == (8, env.obs_dim) and obs.dtype == np.float32 and obs.flags.c_contiguous
     assert rewards.shape == (8,) and rewards.dtype == np.float32
     assert terminals.dtype == truncations.dtype == np.bool_
-    assert infos["events"].shape == (8, 6) and infos["final_observation"].shape == obs.shape
+    assert infos["events"].shape == (8, len(env.event_names)) == (8, 8)
+    assert infos["final_observation"].shape == obs.shape
     assert infos["done"].shape == infos["outcome"].shape == infos["episode_length"].shape == (2,)
 
 

@@ -186,5 +186,5 @@ def test_leaving_the_arena_alone_loses_a_duel():
     env.set_world_state(ws)
     _, rewards, terminals, _, infos = env.step(passive(env))
     assert infos["outcome"][0] == Outcome.TEAM1 and infos["end_reason"][0] == EndReason.ELIMINATION
-    assert list(infos["events"][0]) == [0, 0, 0, 0, 1, 1]
+    assert list(infos["events"][0]) == [0, 0, 0, 0, 1, 1, 0, 0]
     assert list(rewards[:2]) == [-1.0, 1.0] and terminals[:2].all()

@@ -224,6 +224,33 @@ def test_a_burnt_out_missile_dies_below_200_m_s_but_a_slow_boosting_one_lives():
     assert last_speed >= 200.0 > speed(ws, slot, "missile")
 
 
+@pytest.mark.parametrize("num_envs", [1, 16])
+def test_a_missile_that_runs_out_counts_missed_for_its_owner_and_evaded_for_its_target(num_envs):
+    # num_envs=16 steps in SIMD lanes, 1 one env at a time: both paths count the same.
+    env = arena.make("midrange", num_envs=num_envs, num_threads=1, frame_skip=6, arena_radius_m=1e6)
+    ws = blank_state(env)
+    for e in range(num_envs):  # every env the chase of chase_state()
+        put = {"fighter": [(0.0, 0.0, 300.0, 0.0), (0.0, 50000.0, 300.0, 0.0)]}
+        for i, (x, y, vx, vy) in enumerate(put["fighter"]):
+            for key, value in zip(("x", "y", "vx", "vy"), (x, y, vx, vy), strict=True):
+                ws[f"fighter_{key}"][e, i] = value
+            ws["fighter_alive"][e, i] = True
+        slot = env.params["missiles_per_fighter"]
+        for key, value in zip(("x", "y", "vx", "vy", "tof"), (-100000.0, 0.0, 300.0, 0.0, 0.0), strict=True):
+            ws[f"missile_{key}"][e, slot] = value
+        ws["missile_owner"][e, slot], ws["missile_target"][e, slot] = 1, 0
+        ws["missile_active"][e, slot] = True
+    env.set_world_state(ws)
+    totals = np.zeros((num_envs * 2, len(env.event_names)), np.int64)
+    for _ in range(601):  # 60.1 s: the missile times out, 100 km short of its target
+        _, _, _, _, infos = env.step(actions(env, throttle=0))
+        totals += infos["events"]
+    missed, evaded = env.event_names.index("missed"), env.event_names.index("evaded")
+    assert (totals[1::2, missed] == 1).all() and (totals[0::2, evaded] == 1).all()
+    assert totals[0::2, missed].sum() == 0 and totals[1::2, evaded].sum() == 0
+    assert totals[:, env.event_names.index("hits")].sum() == 0
+
+
 @pytest.mark.parametrize("miss_distance, kills", [(40.0, True), (120.0, False)])
 def test_a_missile_that_crosses_within_100_m_between_two_samples_still_kills(miss_distance, kills):
     # dt = 0.1 s and a 2000 m/s crossing: 200 m per step, so neither endpoint is within 100 m.
@@ -333,7 +360,7 @@ def test_a_fighter_that_leaves_the_arena_is_destroyed():
     put_fighter(ws, 2, -20000.0, 0.0, 300.0, 0.0)
     env.set_world_state(ws)
     obs, _, _, _, infos = env.step(actions(env))
-    assert list(infos["events"][0]) == [0, 0, 0, 0, 1, 1]  # died, left_arena
+    assert list(infos["events"][0]) == [0, 0, 0, 0, 1, 1, 0, 0]  # died, left_arena
     assert not infos["done"][0]
     assert not env.world_state()["fighter_alive"][0, 0]
     assert not obs[0].any(), "a dead fighter observes zeros"

@@ -17,11 +17,14 @@ from arena import _core
 from arena.envs.reference import MidrangeReference, RpswReference, env_seed, mix64
 from arena.envs.reference.midrange_physics import (
     DEFAULT_PARAMS,
+    EV_EVADED,
     EV_FIRED,
     EV_HITS,
     EV_KILLS,
     EV_LEFT_ARENA,
+    EV_MISSED,
     EV_WAS_HIT,
+    NUM_EVENTS,
 )
 
 NUM_ENVS = 8
@@ -85,7 +88,7 @@ def _run_midrange(params: dict[str, Any], decisions: int, seed: int) -> dict[str
     _assert_world_close(core.world_state(), ref.world_state(), "reset")
     np.testing.assert_array_equal(ref.obs, core.obs)
     rng = np.random.default_rng(seed)
-    totals = np.zeros(6, np.int64)
+    totals = np.zeros(NUM_EVENTS, np.int64)
     ends: dict[int, int] = {}
     for t in range(decisions):
         actions = _random_actions(rng, NUM_ENVS * agents)
@@ -98,7 +101,8 @@ def _run_midrange(params: dict[str, Any], decisions: int, seed: int) -> dict[str
         if (t + 1) % 250 == 0:
             _assert_world_close(core.world_state(), ref.world_state(), f"decision {t}")
     return {"fired": int(totals[EV_FIRED]), "hits": int(totals[EV_HITS]), "kills": int(totals[EV_KILLS]),
-            "left_arena": int(totals[EV_LEFT_ARENA]), "episodes": sum(ends.values()),
+            "left_arena": int(totals[EV_LEFT_ARENA]), "missed": int(totals[EV_MISSED]),
+            "evaded": int(totals[EV_EVADED]), "episodes": sum(ends.values()),
             "time_limit": ends.get(4, 0)}
 
 
@@ -122,6 +126,14 @@ def test_midrange_parity(team_size: tuple[int, int]) -> None:
     counts = _run_midrange({"team_size": team_size}, decisions=1000, seed=11)
     assert counts["fired"] > 0 and counts["hits"] > 0 and counts["kills"] > 0, counts
     assert counts["episodes"] > 0, counts
+
+
+@pytest.mark.parametrize("team_size", [(1, 1), (2, 2)], ids=["1v1", "2v2"])
+def test_midrange_parity_of_missiles_that_run_out(team_size: tuple[int, int]) -> None:
+    # Short-lived missiles: most time out or slow down before they hit (missed / evaded events).
+    params = {"team_size": team_size, "missile_max_time_s": 12.0, "missile_min_speed": 600.0}
+    counts = _run_midrange(params, decisions=300, seed=7)
+    assert counts["missed"] > 0 and counts["missed"] == counts["evaded"], counts
 
 
 def test_midrange_parity_truncation_and_boundary() -> None:

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import arena
-from arena.envs.midrange_obs import FIGHTER, SELF, MidrangeObsLayout
+from arena.envs.midrange_obs import FIGHTER, MISSILE, SELF, MidrangeObsLayout
 from arena.rewards import BUILTIN_TERMS, CompositeReward, Reward, RewardError, StepBatch, build_reward
-from arena.rewards.terms import Boundary, Closing, Outcome, Pointing, Survival
+from arena.rewards.terms import Boundary, Closing, MissileClosing, Outcome, Pointing, Survival
 
 CLOSE_FIGHT = {"time_limit_s": 20.0, "spawn_distance_min_m": 4000.0, "spawn_distance_max_m": 6000.0}
 ALL_BUILTINS = {name: {"_target_": name} for name in BUILTIN_TERMS if name != "event"}
@@ -127,6 +127,21 @@ def test_event_terms_count_this_decisions_events_with_costs_negative():
         np.testing.assert_array_equal(parts["missile_fired"], -batch.events[:, col["fired"]])
 
 
+def test_missed_and_evaded_terms_score_the_shooter_minus_and_the_target_plus_per_missile_run_out():
+    env = arena.make("midrange", num_envs=4, num_threads=1, **{**CLOSE_FIGHT, "missile_max_time_s": 4.0})
+    reward = build_reward({n: {"_target_": n} for n in ("missile_missed", "missile_evaded")})
+    col = {name: i for i, name in enumerate(env.event_names)}
+    ran_out = 0
+    for batch, _ in rollout(env, 120):
+        _, parts = reward(batch)
+        np.testing.assert_array_equal(parts["missile_missed"], -batch.events[:, col["missed"]])
+        np.testing.assert_array_equal(parts["missile_evaded"], batch.events[:, col["evaded"]])
+        ran_out += int(batch.events[:, col["missed"]].sum())
+        # zero-sum in 1v1: every missile that runs out is one side's miss and the other's evasion
+        assert parts["missile_missed"].sum() + parts["missile_evaded"].sum() == 0
+    assert ran_out > 0, "no missile ran out: the test did not exercise the terms"
+
+
 def test_generic_event_term_works_for_the_tiny_game():
     env = arena.make("rpsw", num_envs=3, num_threads=1)
     reward = build_reward({"won": {"_target_": "event", "event": "round_won", "weight": 0.5}})
@@ -147,9 +162,52 @@ def test_pointing_rewards_turning_the_nose_onto_the_enemy():
     assert term(midrange_batch(nose_on, tail_on))[0] == pytest.approx(-2.0)
 
 
+def test_zero_sum_pointing_is_my_pointing_minus_the_enemys_pointing_at_me():
+    obs = fighter_obs(enemy_bearing_cos=1.0)
+    MidrangeObsLayout((1, 1), 4).enemies(obs)[:, 0, FIGHTER.index("aspect_cos")] = -1.0  # its tail
+    term = Pointing(gamma=1.0, zero_sum=True)
+    assert term.potential(midrange_batch(obs, obs), obs)[0] == pytest.approx(2.0)
+    assert Pointing(gamma=1.0).potential(midrange_batch(obs, obs), obs)[0] == pytest.approx(1.0)
+    with pytest.raises(RewardError, match="zero_sum"):
+        Pointing(zero_sum="yes")
+
+
 def test_closing_rewards_reducing_range_to_the_nearest_enemy():
     far, near = fighter_obs(enemy_range_10km=3.0), fighter_obs(enemy_range_10km=2.5)
     assert Closing(gamma=1.0)(midrange_batch(far, near))[0] == pytest.approx(0.5)
+
+
+def with_missile(obs: np.ndarray, block: str, slot: int, closing_kms: float) -> np.ndarray:
+    """``obs`` with missile ``slot`` of ``block`` ("threats" or "own_missiles") present and closing."""
+    obs = obs.copy()
+    view = getattr(MidrangeObsLayout((1, 1), 4), block)(obs)
+    view[:, slot, MISSILE.index("present")] = 1.0
+    view[:, slot, MISSILE.index("closing")] = closing_kms
+    return obs
+
+
+def test_missile_closing_potential_is_my_missiles_closing_minus_the_threats_closing():
+    obs = with_missile(with_missile(fighter_obs(), "own_missiles", 0, 0.8), "threats", 1, 0.5)
+    obs = with_missile(obs, "threats", 2, -0.3)  # opening: counts as 0, not as a gain
+    term = MissileClosing(gamma=1.0)
+    assert term.potential(midrange_batch(obs, obs), obs)[0] == pytest.approx(0.3)
+    # turning tail: the threat closes at 0.2 instead of 0.5, worth +0.3
+    tail = with_missile(with_missile(fighter_obs(), "own_missiles", 0, 0.8), "threats", 1, 0.2)
+    assert term(midrange_batch(obs, tail))[0] == pytest.approx(0.3)
+    dead = with_missile(fighter_obs(alive=0.0), "own_missiles", 0, 0.8)
+    assert term.potential(midrange_batch(dead, dead), dead)[0] == 0.0
+
+
+@pytest.mark.parametrize("term", [MissileClosing(gamma=0.99), Pointing(gamma=0.99, zero_sum=True)],
+                         ids=["missile_closing", "pointing_zero_sum"])
+def test_zero_sum_shaping_pays_one_side_of_a_duel_what_the_other_loses(term):
+    env = arena.make("midrange", num_envs=4, num_threads=1, **{**CLOSE_FIGHT, "missile_max_time_s": 8.0})
+    seen = 0.0
+    for batch, _ in rollout(env, 150, seed=5):
+        shaped = term(batch).reshape(-1, 2)
+        np.testing.assert_allclose(shaped.sum(axis=1), 0.0, atol=1e-5)
+        seen += float(np.abs(shaped).sum())
+    assert seen > 1.0, "nothing moved the potential: the test did not exercise the term"
 
 
 def test_potential_shaping_telescopes_over_an_episode_to_minus_the_start_potential():

@@ -16,7 +16,7 @@ from arena.envs.params import (
 from arena.envs.vector import VectorEnv
 
 GAMES = ("midrange", "rpsw")
-MIDRANGE_EVENTS = ("fired", "hits", "kills", "was_hit", "died", "left_arena")
+MIDRANGE_EVENTS = ("fired", "hits", "kills", "was_hit", "died", "left_arena", "missed", "evaded")
 RPSW_EVENTS = ("round_won", "round_lost", "round_drawn")
 MAX_ENVS = 1 << 22
 

@@ -17,8 +17,18 @@ constexpr int MAX_MISSILES_PER_FIGHTER = 8;
 constexpr int MAX_MISSILES = MAX_FIGHTERS * MAX_MISSILES_PER_FIGHTER;
 constexpr int MAX_TRACKED = 8;
 constexpr int NUM_ACTION_DIMS = 3;
-constexpr int NUM_EVENTS = 6;
-enum Event { EV_FIRED = 0, EV_HITS = 1, EV_KILLS = 2, EV_WAS_HIT = 3, EV_DIED = 4, EV_LEFT_ARENA = 5 };
+constexpr int NUM_EVENTS = 8;
+// EV_MISSED (owner) and EV_EVADED (target): a missile burnt out or timed out without hitting.
+enum Event {
+  EV_FIRED = 0,
+  EV_HITS = 1,
+  EV_KILLS = 2,
+  EV_WAS_HIT = 3,
+  EV_DIED = 4,
+  EV_LEFT_ARENA = 5,
+  EV_MISSED = 6,
+  EV_EVADED = 7
+};
 
 // Feature layout of one observation row (see obs_dim()).
 constexpr int SELF_FEATURES = 8;
@@ -348,6 +358,8 @@ ARENA_HD int8_t physics_step(const Params& p, const Derived& d, State& s, const 
     if (m.tof >= d.max_time_end_s ||
         (burnt_out && v2 < p.missile_min_speed * p.missile_min_speed)) {
       m.active = 0;
+      events[m.owner * NUM_EVENTS + EV_MISSED] += 1;
+      events[t * NUM_EVENTS + EV_EVADED] += 1;
     }
   }
   const double r2max = p.arena_radius_m * p.arena_radius_m;

@@ -253,7 +253,16 @@ inline void physics_step_lanes(const Params& p, const Derived& d, Lanes& L) {
     const vdouble v2 = L.mvx[k] * L.mvx[k] + L.mvy[k] * L.mvy[k];
     const vmask burnt_out = L.tof[k] >= d.burn_end_s;
     const vmask expired = (L.tof[k] >= d.max_time_end_s) | (burnt_out & (v2 < min_speed2));
-    L.active[k] = L.active[k] & ~hit & ~(m & expired);
+    const vmask missed = m & expired & ~hit;
+    if (simd::any(missed)) {
+      const int owner = k / p.missiles_per_fighter;
+      for (int l = 0; l < LANES; ++l) {
+        if (!missed[l]) continue;
+        L.events[l][owner * NUM_EVENTS + EV_MISSED] += 1;
+        L.events[l][static_cast<int>(t[l]) * NUM_EVENTS + EV_EVADED] += 1;
+      }
+    }
+    L.active[k] = L.active[k] & ~hit & ~missed;
   }
   const double r2max = p.arena_radius_m * p.arena_radius_m;
   for (int i = 0; i < nf; ++i) {

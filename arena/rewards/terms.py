@@ -4,10 +4,13 @@ Every term returns one float32 per agent row for one decision. Sign convention: 
 means "more of the good thing", so costs (death, missile_fired, boundary) return values <= 0.
 
 - ``Outcome``: the core's own reward, +1 win / -1 loss / 0 otherwise at the step the match ends.
-- ``Event(event=...)`` and its named forms ``Kill``, ``Hit``, ``Death``, ``MissileFired``: counts of
+- ``Event(event=...)`` and its named forms ``Kill``, ``Hit``, ``Death``, ``MissileFired``,
+  ``MissileMissed``, ``MissileEvaded``: counts of
   an event of this decision, for any game that reports the event.
 - ``Stalemate``: -1 for both sides of a match that ends with no winner (timeouts scored as losses).
 - ``Survival``: +1 per decision the fighter is alive after the step (midrange).
+- ``MissileClosing``: potential-based shaping on the closing speed of my missiles minus that of
+  the missiles locked on me (zero-sum in 1v1). (midrange)
 - ``Pointing`` and ``Closing``: potential-based shaping (Ng, Harada & Russell 1999) on the nearest
   alive enemy: ``F = gamma * phi(s') - phi(s)``. Because F is a difference of potentials, it adds the
   same constant, ``-phi(s_0)``, to the return of every policy from a start state and leaves the
@@ -24,9 +27,10 @@ import math
 
 import numpy as np
 
-from arena.envs.midrange_obs import RANGE_SCALE_M
+from arena.envs.midrange_obs import MISSILE, RANGE_SCALE_M, SPEED_SCALE_MS
 from arena.rewards.base import (
     ENEMY_ALIVE,
+    ENEMY_ASPECT_COS,
     ENEMY_BEARING_COS,
     ENEMY_RANGE,
     SELF_ALIVE,
@@ -35,6 +39,9 @@ from arena.rewards.base import (
     RewardError,
     StepBatch,
 )
+
+MISSILE_PRESENT = MISSILE.index("present")
+MISSILE_CLOSING = MISSILE.index("closing")
 
 
 class Outcome(Reward):
@@ -84,6 +91,23 @@ class MissileFired(Event):
 
     def __init__(self) -> None:
         super().__init__("fired", -1.0)
+
+
+class MissileMissed(Event):
+    """-1 per missile of this agent that burnt out or timed out without hitting (midrange): a
+    wasted shot, one of a handful. Paired with ``MissileEvaded`` on the same weight it is zero-sum:
+    the shooter loses what the target gains."""
+
+    def __init__(self) -> None:
+        super().__init__("missed", -1.0)
+
+
+class MissileEvaded(Event):
+    """+1 per missile locked on this agent that burnt out or timed out without hitting it
+    (midrange): a defended shot."""
+
+    def __init__(self) -> None:
+        super().__init__("evaded", 1.0)
 
 
 class Stalemate(Reward):
@@ -170,11 +194,25 @@ class PotentialShaping(Reward):
 class Pointing(PotentialShaping):
     """Potential = cosine of the bearing to the nearest alive enemy (1 nose-on, -1 tail-on).
 
-    Rewards turning the nose toward the enemy, where missiles can be launched."""
+    Rewards turning the nose toward the enemy, where missiles can be launched. ``zero_sum=True``
+    subtracts the enemy's own pointing at me (the cosine of the aspect): the classic angle
+    advantage, 2 with the enemy's tail in front of my nose, -2 the other way round, and in 1v1 one
+    side's potential is the other's negative. It also credits forcing the enemy to turn away."""
+
+    def __init__(
+        self, gamma: float | None = None, bootstrap_truncation: bool | None = None, zero_sum: bool = False
+    ) -> None:
+        super().__init__(gamma, bootstrap_truncation)
+        if not isinstance(zero_sum, bool):
+            raise RewardError(f"zero_sum must be true or false, got {zero_sum!r}")
+        self.zero_sum = zero_sum
 
     def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
         nearest, valid = self.nearest_enemy(batch, obs)
-        return np.where(valid, nearest[:, ENEMY_BEARING_COS], 0.0).astype(np.float32)
+        phi = nearest[:, ENEMY_BEARING_COS]
+        if self.zero_sum:
+            phi = phi - nearest[:, ENEMY_ASPECT_COS]
+        return np.where(valid, phi, 0.0).astype(np.float32)
 
 
 class Closing(PotentialShaping):
@@ -203,6 +241,29 @@ class Closing(PotentialShaping):
         return np.where(valid, -range_m / self.range_scale_m, 0.0).astype(np.float32)
 
 
+class MissileClosing(PotentialShaping):
+    """Potential = closing speed (km/s) of my missiles on their targets minus that of the missiles
+    locked on me, each counted only while closing (midrange).
+
+    The shaping rewards what makes a missile hit or miss while it flies: a launch that closes fast,
+    turning tail so that a threat closes slower. A missile that is hit or runs out takes its part
+    of the potential with it, so over a match the shaping sums to about zero. In 1v1 one side's
+    potential is the other's negative: the term is zero-sum. Missiles beyond the
+    ``tracked_missiles`` nearest of each list are not seen and do not count."""
+
+    def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
+        layout = self.midrange_layout(batch)
+        alive = layout.self_features(obs)[:, SELF_ALIVE] > 0.5
+        if layout.tracked_missiles == 0:
+            return np.zeros(len(obs), np.float32)
+        total = np.zeros(len(obs), np.float32)
+        for block, sign in ((layout.own_missiles(obs), 1.0), (layout.threats(obs), -1.0)):
+            present = block[:, :, MISSILE_PRESENT] > 0.5
+            closing = np.maximum(block[:, :, MISSILE_CLOSING], 0.0) * (SPEED_SCALE_MS / 1000.0)
+            total += np.float32(sign) * np.where(present, closing, 0.0).sum(axis=1, dtype=np.float32)
+        return np.where(alive, total, 0.0).astype(np.float32)
+
+
 class Boundary(Reward):
     """Penalty near the arena edge: ``-max(0, 1 - distance_to_edge / margin_m)`` for alive fighters,
     after the step (0 far inside, -1 at the edge)."""
@@ -229,6 +290,9 @@ BUILTIN_TERMS: dict[str, type[Reward]] = {
     "hit": Hit,
     "death": Death,
     "missile_fired": MissileFired,
+    "missile_missed": MissileMissed,
+    "missile_evaded": MissileEvaded,
+    "missile_closing": MissileClosing,
     "stalemate": Stalemate,
     "survival": Survival,
     "pointing": Pointing,

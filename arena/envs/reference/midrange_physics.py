@@ -35,8 +35,8 @@ from arena.envs.reference.common import (
 # ---------------------------------------------------------------- parameters
 
 PI = 3.14159265358979323846
-NUM_EVENTS = 6
-EV_FIRED, EV_HITS, EV_KILLS, EV_WAS_HIT, EV_DIED, EV_LEFT_ARENA = range(NUM_EVENTS)
+NUM_EVENTS = 8
+EV_FIRED, EV_HITS, EV_KILLS, EV_WAS_HIT, EV_DIED, EV_LEFT_ARENA, EV_MISSED, EV_EVADED = range(NUM_EVENTS)
 SELF_FEATURES, FIGHTER_FEATURES, MISSILE_FEATURES = 8, 9, 7
 RANGE_SCALE, SPEED_SCALE = 10000.0, 1000.0
 
@@ -330,6 +330,11 @@ def physics_step(p: dict[str, Any], d: Derived, w: World, rudder: np.ndarray, th
     burnt_out = w.missile_tof >= d.burn_end_s
     expired = (w.missile_tof >= d.max_time_end_s) | (
         burnt_out & (v2 < p["missile_min_speed"] * p["missile_min_speed"]))
+    missed = active & ~hit & expired
+    if missed.any():
+        for j in range(w.fighter_x.shape[1]):
+            events[:, j, EV_MISSED] += (missed & (w.missile_owner == j)).sum(axis=1, dtype=np.int32)
+            events[:, j, EV_EVADED] += (missed & (w.missile_target == j)).sum(axis=1, dtype=np.int32)
     active = active & ~hit & ~expired
 
     # A fighter that leaves the arena is destroyed.
