@@ -113,7 +113,7 @@ class GauntletConfig:
 
     players: list[str] | None = None
     games: int = 200
-    every_steps: int = 8_000_000
+    every_steps: int = 4_000_000
     seed: int = 12345  # the same spawns for every snapshot: differences come from the players
 
 
