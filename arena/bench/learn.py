@@ -35,6 +35,8 @@ DEFAULTS = [
     "dashboard=false",
     "logger=none",
     "trainer=kickstart",  # the recipe: configs/trainer/kickstart.yaml
+    "reward=outcome",  # the kickstart recipe as measured: the outcome alone, a uniform fresh policy
+    "agent.action_prior=null",
 ]
 
 
