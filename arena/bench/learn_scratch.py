@@ -15,16 +15,79 @@ and, with ``--final-games N``, the newest snapshot plays N side-swapped, seed-pa
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from arena.league.store import LEAGUE_DB, GauntletRecord, LeagueStore
 
 POLL_S = 10.0
+REACH, FLOOR, GAP = 0.80, 0.75, 0.05  # issue 11's "no collapse" bar
+
+
+@dataclass(frozen=True)
+class Holding:
+    """Whether a run's snapshots, once good, stayed good against one reference (gauntlet order).
+
+    ``first_reach``: the first snapshot scoring >= ``reach``; ``lowest_after``: the lowest score of
+    the snapshots after it; ``largest_drop``: the largest amount by which a snapshot scored below
+    the best snapshot before it (the newest is then that far from the best); ``health``: health
+    warnings counted over the second half of the run's updates, by name."""
+
+    reference: str
+    scores: list[float]
+    first_reach: int | None
+    lowest_after: float | None
+    largest_drop: float
+    health: dict[str, int]
+
+    @property
+    def holds(self) -> bool:
+        return (self.first_reach is not None and (self.lowest_after is None or self.lowest_after >= FLOOR)
+                and self.largest_drop <= GAP and not self.health)
+
+    def lines(self, records: list[GauntletRecord]) -> list[str]:
+        if self.first_reach is None:
+            best = max(self.scores, default=0.0)
+            return [f"vs {self.reference}: no snapshot reached {REACH:.2f} (best {best:.3f})"]
+        first = records[self.first_reach]
+        after = "no later snapshot" if self.lowest_after is None else f"lowest later {self.lowest_after:.3f}"
+        health = ", ".join(f"{k} x{v}" for k, v in sorted(self.health.items())) or "none"
+        return [f"vs {self.reference}: first >= {REACH:.2f}: {first.player_id} "
+                f"(step {first.learner_step or 0:,}); {after} (bar {FLOOR:.2f})",
+                f"largest drop below the best snapshot before it {self.largest_drop:.3f} (bar {GAP:.2f}); "
+                f"newest {self.scores[-1]:.3f}, best {max(self.scores):.3f}",
+                f"health warnings in the second half of the updates: {health}",
+                f"holds: {'yes' if self.holds else 'no'}"]
+
+
+def holding(records: list[GauntletRecord], reference: str, metrics: Path | None = None) -> Holding:
+    """The no-collapse summary of a run's gauntlet against ``reference`` (and its metrics file)."""
+    mine = [r for r in records if r.reference == reference]
+    scores = [r.score()[0] for r in mine]
+    first = next((i for i, x in enumerate(scores) if x >= REACH), None)
+    lowest = min(scores[first + 1:], default=None) if first is not None else None
+    drop = max((max(scores[:i]) - x for i, x in enumerate(scores) if i), default=0.0)
+    return Holding(reference, scores, first, lowest, max(drop, 0.0), _late_health(metrics))
+
+
+def _late_health(metrics: Path | None) -> dict[str, int]:
+    """Health warnings (``health/<name>`` = 1) in the second half of the logged updates."""
+    if metrics is None or not metrics.is_file():
+        return {}
+    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if any(k.startswith("health/") for k in r)]
+    counts: dict[str, int] = {}
+    for r in rows[len(rows) // 2:]:
+        for key, value in r.items():
+            if key.startswith("health/") and value:
+                counts[key.removeprefix("health/")] = counts.get(key.removeprefix("health/"), 0) + 1
+    return counts
 
 
 def _default_sigint() -> None:
@@ -94,6 +157,9 @@ def main(args: argparse.Namespace) -> int:
     image = plot_gauntlet(records, run_dir / "gauntlet_minutes.png", start_time=start,
                           title=f"From scratch, seed {args.seed}: each snapshot against fixed references")
     print(f"wrote {image}")
+    for line in holding(records, args.reference, run_dir / "metrics.jsonl").lines(
+            [r for r in records if r.reference == args.reference]):
+        print(line)
     if args.final_games:
         from arena.agents.players import resolve_player
         from arena.evaluation.runner import MatchSettings, play_match
