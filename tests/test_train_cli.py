@@ -29,6 +29,21 @@ def test_default_config_trains_midrange_1v1_against_heuristic_and_mirror():
     assert cfg.trainer.device == "cpu" and cfg.logger.kind == "none"
 
 
+def test_the_bare_command_uses_the_from_scratch_recipe_and_rpsw_keeps_the_outcome_alone():
+    cfg = compose_run_config([])
+    assert {"outcome", "stalemate", "missile_closing", "pointing", "missile_evaded"} <= set(cfg.reward.terms)
+    assert cfg.reward.terms.pointing.zero_sum is True
+    assert cfg.reward.terms.missile_evaded.anneal_steps == 20_000_000
+    assert cfg.trainer.learning_rate == 0.001 and cfg.trainer.update_epochs == 2
+    assert cfg.trainer.gamma == 0.995 and cfg.trainer.bootstrap_truncation is False
+    assert list(cfg.agent.action_prior[2]) == [0.97, 0.03]  # env=midrange: fires rarely at first
+    two = compose_run_config(["env=midrange_2v2"])
+    assert list(two.env.team_sizes) == [2, 2] and two.agent.action_prior == cfg.agent.action_prior
+    rpsw = compose_run_config(["env=rpsw"])
+    assert list(rpsw.reward.terms) == ["outcome"] and rpsw.agent.action_prior is None
+    assert compose_run_config(["agent.action_prior=null"]).agent.action_prior is None
+
+
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
