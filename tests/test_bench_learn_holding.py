@@ -37,7 +37,7 @@ def test_a_drop_below_the_best_or_the_floor_breaks_it():
 def test_a_run_that_never_reaches_the_bar_does_not_hold():
     h = holding(gauntlet(0, 50, 100), "scripted:heuristic")
     assert h.first_reach is None and not h.holds
-    assert "no snapshot reached 0.80 (best 0.500)" in h.lines([])[0]
+    assert "no snapshot reached 0.80 (best 0.500)" in h.lines()[0]
 
 
 def test_health_warnings_count_only_in_the_second_half_of_the_updates(tmp_path):

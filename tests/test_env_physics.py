@@ -28,19 +28,20 @@ def blank_state(env: arena.VectorEnv) -> dict[str, np.ndarray]:
     return ws
 
 
-def put_fighter(ws: dict, i: int, x: float, y: float, vx: float, vy: float) -> None:
+def put_fighter(ws: dict, i: int, x: float, y: float, vx: float, vy: float, env: int = 0) -> None:
     for key, value in zip(("x", "y", "vx", "vy"), (x, y, vx, vy), strict=True):
-        ws[f"fighter_{key}"][0, i] = value
-    ws["fighter_alive"][0, i] = True
+        ws[f"fighter_{key}"][env, i] = value
+    ws["fighter_alive"][env, i] = True
 
 
 def put_missile(
-    ws: dict, k: int, x: float, y: float, vx: float, vy: float, owner: int, target: int, tof: float = 0.0
+    ws: dict, k: int, x: float, y: float, vx: float, vy: float, owner: int, target: int, tof: float = 0.0,
+    env: int = 0,
 ) -> None:
     for key, value in zip(("x", "y", "vx", "vy", "tof"), (x, y, vx, vy, tof), strict=True):
-        ws[f"missile_{key}"][0, k] = value
-    ws["missile_owner"][0, k], ws["missile_target"][0, k] = owner, target
-    ws["missile_active"][0, k] = True
+        ws[f"missile_{key}"][env, k] = value
+    ws["missile_owner"][env, k], ws["missile_target"][env, k] = owner, target
+    ws["missile_active"][env, k] = True
 
 
 def actions(env: arena.VectorEnv, rudder: int = STRAIGHT, throttle: int = 2, fire: int = 0) -> np.ndarray:
@@ -229,17 +230,11 @@ def test_a_missile_that_runs_out_counts_missed_for_its_owner_and_evaded_for_its_
     # num_envs=16 steps in SIMD lanes, 1 one env at a time: both paths count the same.
     env = arena.make("midrange", num_envs=num_envs, num_threads=1, frame_skip=6, arena_radius_m=1e6)
     ws = blank_state(env)
+    slot = env.params["missiles_per_fighter"]  # fighter 1's first slot
     for e in range(num_envs):  # every env the chase of chase_state()
-        put = {"fighter": [(0.0, 0.0, 300.0, 0.0), (0.0, 50000.0, 300.0, 0.0)]}
-        for i, (x, y, vx, vy) in enumerate(put["fighter"]):
-            for key, value in zip(("x", "y", "vx", "vy"), (x, y, vx, vy), strict=True):
-                ws[f"fighter_{key}"][e, i] = value
-            ws["fighter_alive"][e, i] = True
-        slot = env.params["missiles_per_fighter"]
-        for key, value in zip(("x", "y", "vx", "vy", "tof"), (-100000.0, 0.0, 300.0, 0.0, 0.0), strict=True):
-            ws[f"missile_{key}"][e, slot] = value
-        ws["missile_owner"][e, slot], ws["missile_target"][e, slot] = 1, 0
-        ws["missile_active"][e, slot] = True
+        put_fighter(ws, 0, 0.0, 0.0, 300.0, 0.0, env=e)  # the target
+        put_fighter(ws, 1, 0.0, 50000.0, 300.0, 0.0, env=e)  # the shooter
+        put_missile(ws, slot, -100000.0, 0.0, 300.0, 0.0, owner=1, target=0, env=e)
     env.set_world_state(ws)
     totals = np.zeros((num_envs * 2, len(env.event_names)), np.int64)
     for _ in range(601):  # 60.1 s: the missile times out, 100 km short of its target

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,28 +41,33 @@ class Holding:
     warnings counted over the second half of the run's updates, by name."""
 
     reference: str
-    scores: list[float]
+    records: list[GauntletRecord]  # against ``reference``, in gauntlet order
     first_reach: int | None
     lowest_after: float | None
     largest_drop: float
     health: dict[str, int]
 
     @property
+    def scores(self) -> list[float]:
+        return [r.score()[0] for r in self.records]
+
+    @property
     def holds(self) -> bool:
         return (self.first_reach is not None and (self.lowest_after is None or self.lowest_after >= FLOOR)
                 and self.largest_drop <= GAP and not self.health)
 
-    def lines(self, records: list[GauntletRecord]) -> list[str]:
+    def lines(self) -> list[str]:
+        scores = self.scores
         if self.first_reach is None:
-            best = max(self.scores, default=0.0)
+            best = max(scores, default=0.0)
             return [f"vs {self.reference}: no snapshot reached {REACH:.2f} (best {best:.3f})"]
-        first = records[self.first_reach]
+        first = self.records[self.first_reach]
         after = "no later snapshot" if self.lowest_after is None else f"lowest later {self.lowest_after:.3f}"
         health = ", ".join(f"{k} x{v}" for k, v in sorted(self.health.items())) or "none"
         return [f"vs {self.reference}: first >= {REACH:.2f}: {first.player_id} "
                 f"(step {first.learner_step or 0:,}); {after} (bar {FLOOR:.2f})",
                 f"largest drop below the best snapshot before it {self.largest_drop:.3f} (bar {GAP:.2f}); "
-                f"newest {self.scores[-1]:.3f}, best {max(self.scores):.3f}",
+                f"newest {scores[-1]:.3f}, best {max(scores):.3f}",
                 f"health warnings in the second half of the updates: {health}",
                 f"holds: {'yes' if self.holds else 'no'}"]
 
@@ -73,7 +79,7 @@ def holding(records: list[GauntletRecord], reference: str, metrics: Path | None 
     first = next((i for i, x in enumerate(scores) if x >= REACH), None)
     lowest = min(scores[first + 1:], default=None) if first is not None else None
     drop = max((max(scores[:i]) - x for i, x in enumerate(scores) if i), default=0.0)
-    return Holding(reference, scores, first, lowest, max(drop, 0.0), _late_health(metrics))
+    return Holding(reference, mine, first, lowest, max(drop, 0.0), _late_health(metrics))
 
 
 def _late_health(metrics: Path | None) -> dict[str, int]:
@@ -82,12 +88,8 @@ def _late_health(metrics: Path | None) -> dict[str, int]:
         return {}
     rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if any(k.startswith("health/") for k in r)]
-    counts: dict[str, int] = {}
-    for r in rows[len(rows) // 2:]:
-        for key, value in r.items():
-            if key.startswith("health/") and value:
-                counts[key.removeprefix("health/")] = counts.get(key.removeprefix("health/"), 0) + 1
-    return counts
+    return dict(Counter(key.removeprefix("health/") for r in rows[len(rows) // 2:]
+                        for key, value in r.items() if key.startswith("health/") and value))
 
 
 def _default_sigint() -> None:
@@ -157,8 +159,7 @@ def main(args: argparse.Namespace) -> int:
     image = plot_gauntlet(records, run_dir / "gauntlet_minutes.png", start_time=start,
                           title=f"From scratch, seed {args.seed}: each snapshot against fixed references")
     print(f"wrote {image}")
-    for line in holding(records, args.reference, run_dir / "metrics.jsonl").lines(
-            [r for r in records if r.reference == args.reference]):
+    for line in holding(records, args.reference, run_dir / "metrics.jsonl").lines():
         print(line)
     if args.final_games:
         from arena.agents.players import resolve_player
