@@ -34,8 +34,10 @@ RpswEnvConfig = _game_config("RpswEnvConfig", "rpsw", RPSW_PARAMS)
 
 @dataclass
 class TrainerRunConfig(TrainerConfig):
-    """The trainer's hyperparameters plus where to resume from: a checkpoint path or ``latest``."""
+    """The trainer's hyperparameters plus where to resume from: a checkpoint path or ``latest``. A run
+    writes a checkpoint every 5 minutes unless told otherwise (``trainer.checkpoint_minutes=0``)."""
 
+    checkpoint_minutes: float = 5.0
     resume: str | None = None
 
 

@@ -13,9 +13,10 @@ Hydra config groups (see ``configs/``): ``env`` (midrange, midrange_2v2, midrang
     python -m arena.train --cfg                             # print the resolved config and exit
 
 The run directory holds ``config.yaml`` (resolved), ``checkpoints/trainer.pt`` (written atomically
-every ``trainer.checkpoint_interval`` samples and at exit, Ctrl-C included) and ``metrics.jsonl``;
+every ``trainer.checkpoint_minutes`` (5) of wall time and/or ``trainer.checkpoint_interval`` samples,
+and at exit, Ctrl-C included) and ``metrics.jsonl``;
 with a league also ``league.sqlite`` (players, every match, rating history: the league's source of
-truth, which a resumed run reloads) and ``league/snapshots/<id>.pt``
+truth, which a resumed run reloads) and ``league/snapshots/<player>.pt``
 (``python -m arena.league show RUN_DIR`` prints the leaderboard).
 """
 
@@ -32,6 +33,7 @@ from typing import Any
 logger = logging.getLogger("arena.train")
 
 ENV_META_KEYS = ("name", "team_sizes")
+RESUME_OVERRIDES = ("total_timesteps", "checkpoint_dir", "checkpoint_interval", "checkpoint_minutes")
 
 
 def _plain(node: Any) -> Any:
@@ -124,9 +126,8 @@ def build_trainer(
         resume_path,
         reward_fn=parts["reward_fn"],
         matchmaker=parts["matchmaker"],
-        config_overrides={
-            "total_timesteps": parts["trainer_config"].total_timesteps,
-            "checkpoint_dir": parts["trainer_config"].checkpoint_dir,
+        config_overrides={  # what a resume may change: how long, and where and how often to checkpoint
+            key: getattr(parts["trainer_config"], key) for key in RESUME_OVERRIDES
         },
     )
     return trainer, parts
@@ -140,8 +141,16 @@ def build_reward_fn(cfg: Any) -> Any:
                         discount=(float(trainer.gamma), bool(trainer.bootstrap_truncation)))
 
 
-def open_league(cfg: Any, run_dir: Path, resuming: bool = False) -> Any:
-    """The league of the run (``+league=NAME``), opened from RUN_DIR/league.sqlite; None without one."""
+def _league_killed_before_first_checkpoint(cfg: Any, run_dir: Path) -> bool:
+    from arena.league.store import LEAGUE_DB
+
+    return (cfg.trainer.resume == "latest" and bool(cfg.run_dir) and cfg.league is not None
+            and (run_dir / LEAGUE_DB).is_file() and not (run_dir / "checkpoints" / "trainer.pt").is_file())
+
+
+def open_league(cfg: Any, run_dir: Path, resuming: bool = False, learner_checkpoints: int = 0) -> Any:
+    """The league of the run (``+league=NAME``), opened from RUN_DIR/league.sqlite; None without one.
+    ``learner_checkpoints``: see ``LeagueRun``."""
     if cfg.league is None:
         return None
     from arena.league.config import league_config
@@ -155,24 +164,41 @@ def open_league(cfg: Any, run_dir: Path, resuming: bool = False) -> Any:
         raise ValueError("stages cannot set opponents when a league runs: the league chooses them")
     game = str(cfg.env.name)
     return LeagueRun(league_config(cfg.league, game), run_dir, game=game,
-                     team_sizes=tuple(cfg.env.team_sizes), seed=int(cfg.trainer.seed))
+                     team_sizes=tuple(cfg.env.team_sizes), seed=int(cfg.trainer.seed),
+                     learner_checkpoints=learner_checkpoints)
 
 
 def run(cfg: Any) -> Path:
-    """Trains as configured; returns the run directory."""
+    """Trains as configured (holding the run directory's lock); returns the run directory."""
+    from arena.trainer.run_lock import RunLock
+
+    run_dir = resolve_run_dir(cfg)
+    if _league_killed_before_first_checkpoint(cfg, run_dir):
+        logger.warning("trainer.resume=latest: %s holds a league but no checkpoint yet (the run stopped "
+                       "before its first one): the learner starts afresh and the league keeps its snapshots",
+                       run_dir)
+        resume_path = None
+    else:
+        resume_path = resolve_resume(cfg.trainer.resume, run_dir, explicit_run_dir=bool(cfg.run_dir))
+    if resume_path is not None and not cfg.run_dir:
+        run_dir = resume_path.parent.parent
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with RunLock(run_dir):  # one writer per run directory
+        return _train(cfg, run_dir, resume_path)
+
+
+def _train(cfg: Any, run_dir: Path, resume_path: Path | None) -> Path:
     from omegaconf import OmegaConf
 
+    from arena.trainer.checkpoint import checkpoints_written
     from arena.trainer.dashboard import Dashboard
     from arena.trainer.health import HealthMonitor, health_metrics
     from arena.trainer.loggers import make_logger
     from arena.trainer.opponents import FixedMix
 
-    run_dir = resolve_run_dir(cfg)
-    resume_path = resolve_resume(cfg.trainer.resume, run_dir, explicit_run_dir=bool(cfg.run_dir))
-    if resume_path is not None and not cfg.run_dir:
-        run_dir = resume_path.parent.parent
-    run_dir.mkdir(parents=True, exist_ok=True)
-    league_run = open_league(cfg, run_dir, resuming=resume_path is not None)
+    written = 0 if resume_path is None else checkpoints_written(resume_path)
+    league_run = open_league(cfg, run_dir, resuming=resume_path is not None or bool(cfg.trainer.resume),
+                             learner_checkpoints=written)
     league_matchmaker = league_run.matchmaker() if league_run is not None else None
     try:
         trainer, parts = build_trainer(cfg, run_dir, resume_path, matchmaker=league_matchmaker)
@@ -254,6 +280,7 @@ USAGE = __doc__ or ""
 
 def main(argv: list[str] | None = None) -> int:
     from arena.config import compose_run_config
+    from arena.trainer.run_lock import RunDirInUseError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in argv):
@@ -270,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             print(OmegaConf.to_yaml(cfg, resolve=True))
             return 0
         run_dir = run(cfg)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, RunDirInUseError) as exc:
         print(f"arena.train: error: {exc}", file=sys.stderr)
         return 2
     print(f"run directory: {run_dir}")

@@ -140,3 +140,18 @@ def test_unknown_learner_is_rejected():
     mm = Matchmaker(make_pool(), PayoffTable(), {"mirror": 1.0}, seed=0)
     with pytest.raises(ValueError, match="unknown player 'nobody'"):
         mm.choose("nobody")
+
+
+def test_pfsp_scripted_weights_only_the_bots_by_how_often_the_learner_loses_to_them():
+    pool = make_pool(n_snapshots=20, n_scripted=2)  # many snapshots would dilute a bot in "pfsp"
+    payoff = PayoffTable()
+    for _ in range(10):
+        payoff.record("learner", "scripted:heuristic", "loss")  # x=0 -> weight 1
+        payoff.record("learner", "scripted:random", "draw")  # x=0.5 -> weight 0.25
+    mm = Matchmaker(pool, payoff, {"pfsp_scripted": 1.0}, seed=0, weighting="hard", p=2.0, min_games=5)
+    ids, probs = mm.candidates("pfsp_scripted", "learner")
+    assert ids == ["scripted:heuristic", "scripted:random"]
+    np.testing.assert_allclose(probs, [0.8, 0.2])
+    picks = mm.choose_many("learner", 2000)
+    assert set(picks) == {"scripted:heuristic", "scripted:random"}
+    assert picks.count("scripted:heuristic") / 2000 == pytest.approx(0.8, abs=0.03)

@@ -62,7 +62,8 @@ def test_selfplay_league_records_players_snapshots_matches_and_ratings_in_the_st
     assert len(snapshots) >= 2 and snapshots[0].player_id == "learner:snap-000000"
     for snap in snapshots:
         path = selfplay_run / snap.path
-        assert path == selfplay_run / "league" / "snapshots" / f"{snap.player_id}.pt"
+        # portable file names: no colon (Windows, scp, URLs)
+        assert path == selfplay_run / "league" / "snapshots" / (snap.player_id.replace(":", "_") + ".pt")
         assert sha256_file(path) == snap.sha256 and snap.parent == "learner" and snap.step > 0
         assert load_policy(path).spec["obs_dim"] > 0  # what arena.evaluate reads
     assert len(matches) > 100 and all(m.team_a == ("learner",) for m in matches)

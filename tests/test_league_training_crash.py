@@ -1,4 +1,5 @@
-"""A league run killed with SIGKILL resumes with the league exactly as it was committed."""
+"""A league run killed with SIGKILL resumes with the league exactly as it was committed, less the
+matches played by a learner state that no checkpoint holds (rolled back, the rest re-rated)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from arena.league import LEAGUE_DB, League, LeagueStore, PayoffTable, sha256_fil
 from arena.league.store import META_DECAY, META_RATINGS
 from arena.league.two_team_ratings import TwoTeamRatings
 from arena.train import main
-from arena.trainer.checkpoint import load_checkpoint
+from arena.trainer.checkpoint import checkpoints_written, load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = [
@@ -81,7 +82,8 @@ def _replayed(store: LeagueStore) -> tuple[TwoTeamRatings, PayoffTable]:
     return ratings, payoff
 
 
-def test_a_league_run_killed_with_sigkill_resumes_from_exactly_what_the_store_committed(tmp_path):
+def test_a_league_run_killed_with_sigkill_resumes_from_what_the_store_committed_up_to_its_checkpoint(
+        tmp_path):
     run_dir = tmp_path / "run"
     db, checkpoint = run_dir / LEAGUE_DB, run_dir / "checkpoints" / "trainer.pt"
     log = tmp_path / "train.log"
@@ -118,14 +120,30 @@ def test_a_league_run_killed_with_sigkill_resumes_from_exactly_what_the_store_co
     # is at most one update ahead of it, so 4000 more samples pass the next snapshot step.
     step = int(load_checkpoint(checkpoint)["counters"]["global_step"])
     resume = [*RUN, f"run_dir={run_dir}", "trainer.resume=latest", f"trainer.total_timesteps={step + 4000}"]
+    # The matches the learner played after writing that checkpoint were played by a state the resumed
+    # run does not have: they are rolled back, everything before them stays as it was.
+    written = checkpoints_written(checkpoint)
+    with _read_only(db) as conn:
+        lost = {r[0] for r in conn.execute(
+            "SELECT match_id FROM match_learners WHERE player_id = 'learner' AND checkpoint >= ?",
+            (written,))}
+        tagged = conn.execute("SELECT COUNT(DISTINCT match_id) FROM match_learners").fetchone()[0]
+    assert tagged == len(before["matches"])  # every match carries its learner's checkpoint count
+    first_lost = min(lost, default=before["matches"][-1][0] + 1)
+    assert all(m[0] >= first_lost for m in before["matches"] if m[0] in lost)
     assert main(resume) == 0
 
     assert _integrity(db) == "ok"
     after = _tables(db)
-    for table in ("players", "matches", "ratings"):
-        assert after[table][: len(before[table])] == before[table], f"{table} rows changed"
+    assert after["players"][: len(before["players"])] == before["players"]
+    kept = [m for m in before["matches"] if m[0] not in lost]
+    assert after["matches"][: len(kept)] == kept
+    def ratings_before_first_lost(rows: list[tuple]) -> list[tuple]:
+        return [r for r in rows if r[0] < first_lost]
+
+    assert ratings_before_first_lost(after["ratings"]) == ratings_before_first_lost(before["ratings"])
     old_ids = [m[0] for m in before["matches"]]
-    new_ids = [m[0] for m in after["matches"][len(old_ids):]]
+    new_ids = [m[0] for m in after["matches"][len(kept):]]
     assert new_ids and new_ids == list(range(old_ids[-1] + 1, old_ids[-1] + 1 + len(new_ids)))
     old_snapshots = sum(kind == "snapshot" for _, kind, *_ in before["players"])
     new_snapshots = [pid for pid, kind, *_ in after["players"][len(before["players"]):] if kind == "snapshot"]

@@ -167,7 +167,7 @@ def test_snapshot_gate_freezes_the_learner_once_it_beats_every_pool_member(tmp_p
 def test_a_snapshot_file_left_by_a_crash_before_registration_is_replaced(tmp_path):
     league = League.open(tmp_path)
     league.add_player(Player("learner", "learner"))
-    orphan = tmp_path / "league" / "snapshots" / "learner:snap-000000.pt"
+    orphan = tmp_path / "league" / "snapshots" / "learner_snap-000000.pt"
     orphan.parent.mkdir(parents=True)
     orphan.write_bytes(b"half a snapshot from a killed run")
     os.chmod(orphan, 0o444)

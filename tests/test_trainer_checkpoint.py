@@ -67,6 +67,19 @@ def test_a_resumed_run_continues_with_the_same_losses_as_an_uninterrupted_one(tm
     resumed.close()
 
 
+def test_checkpoints_by_wall_time_leave_the_run_as_it_would_be_without_them(tmp_path) -> None:
+    """Time-based checkpoints land wherever the clock says: they must not change what the run does."""
+    plain = make(tmp_path / "a")
+    timed = make(tmp_path / "b", checkpoint_minutes=1e-9)  # due after every update
+    assert run(timed, 3) == run(plain, 3)
+    assert timed.checkpoints_written == 3 and plain.checkpoints_written == 0
+    mix = FixedMix({"mirror": 1.0, "scripted:random": 1.0}, redraw=True, seed=2)
+    resumed = PPOTrainer.resume(timed.checkpoint_path(), matchmaker=mix)
+    assert resumed.global_step == timed.global_step and resumed.checkpoints_written == 3
+    for t in (plain, timed, resumed):
+        t.close()
+
+
 def test_a_checkpoint_holds_weights_optimiser_rngs_counters_and_config(tmp_path) -> None:
     trainer = make(tmp_path)
     run(trainer, 1)

@@ -320,17 +320,19 @@ def policy_from_payload(payload: dict[str, Any], source: str = "<payload>") -> P
 
 
 def read_torch_file(
-    path: str | os.PathLike[str], map_location: str | torch.device, *, what: str, error: type[Exception]
+    path: str | os.PathLike[str], map_location: str | torch.device, *, what: str, error: type[Exception],
+    advice: str = "",
 ) -> Any:
     """``torch.load(..., weights_only=True)`` of a file the user chose: ``FileNotFoundError`` when it
-    is missing, ``error`` when it is damaged, both naming ``what`` and the path."""
+    is missing, ``error`` when it is damaged, both naming ``what`` and the path (then ``advice``)."""
     path = os.fspath(path)
+    tail = f"; {advice}" if advice else ""
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{what} not found: {path}")
+        raise FileNotFoundError(f"{what} not found: {path}{tail}")
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for a damaged file
-        raise error(f"{what} {path} is corrupted or not a torch file: {exc}") from exc
+        raise error(f"{what} {path} is corrupted or not a torch file: {exc}{tail}") from exc
 
 
 def load_policy(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> Policy:

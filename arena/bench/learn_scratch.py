@@ -101,7 +101,7 @@ def _read_gauntlet(run_dir: Path) -> list[GauntletRecord]:
     if not db.is_file():
         return []
     try:
-        with LeagueStore(db, create=False) as store:
+        with LeagueStore(db, read_only=True) as store:
             return store.gauntlet()
     except Exception:  # the writer may hold the file mid-creation; the next poll reads it
         return []
@@ -166,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
         from arena.evaluation.runner import MatchSettings, play_match
         from arena.league.player_cache import snapshot_file
 
-        with LeagueStore(run_dir / LEAGUE_DB, create=False) as store:
+        with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
             newest = [p for p in store.players() if p.kind == "snapshot" and p.parent == "learner"][-1]
         path = snapshot_file(run_dir, newest)
         result = play_match(resolve_player(str(path), "midrange"), resolve_player(args.reference, "midrange"),

@@ -38,7 +38,7 @@ def league_players(
     db = run_dir / LEAGUE_DB
     if not db.is_file():
         raise FileNotFoundError(f"no league store at {db}")
-    with LeagueStore(db, create=False) as store:
+    with LeagueStore(db, read_only=True) as store:
         pool = store.players()
     checkpoints = dict(checkpoints or {})
     unknown = sorted(set(checkpoints) - {p.player_id for p in pool})

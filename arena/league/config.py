@@ -27,6 +27,7 @@ class MixConfig:
     pfsp: float = 0.5
     scripted: float = 0.15
     learners: float = 0.0
+    pfsp_scripted: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         """The sources with a non-zero probability."""

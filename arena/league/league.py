@@ -33,13 +33,9 @@ class League:
         decay = _resolve(META_DECAY, decay, meta, default=1.0)
         config = _resolve(META_RATINGS, dict(ratings_config) if ratings_config is not None else None, meta,
                           default=Ratings().config())
-        state = store.load(decay)
-        self.pool = Pool(state.players)
-        self.payoff: PayoffTable = state.payoff
+        self.decay = float(decay)
         self.ratings = Ratings(**config)
-        for player_id, (mu, sigma) in state.ratings.items():
-            self.ratings.set(player_id, mu, sigma)
-        self.match_count = len(state.matches)
+        self._reload()
         store.set_meta(META_DECAY, decay)
         store.set_meta(META_RATINGS, self.ratings.config())
 
@@ -49,8 +45,39 @@ class League:
         """Open (or create) the league of a run directory, RUN_DIR/league.sqlite."""
         return cls(LeagueStore(Path(run_dir) / LEAGUE_DB), decay=decay, ratings_config=ratings_config)
 
+    def _reload(self) -> None:
+        """Pool, payoff and ratings as the store holds them."""
+        state = self.store.load(self.decay)
+        self.pool = Pool(state.players)
+        self.payoff: PayoffTable = state.payoff
+        self.ratings = _fresh_like(self.ratings)
+        for player_id, (mu, sigma) in state.ratings.items():
+            self.ratings.set(player_id, mu, sigma)
+        self.match_count = len(state.matches)
+
     def close(self) -> None:
         self.store.close()
+
+    def rollback(self, player_id: str, checkpoint: int) -> int:
+        """Forgets the matches ``player_id`` played after writing its ``checkpoint``-th checkpoint
+        (a resumed learner lost the state that played them): they are removed, the later matches are
+        re-rated, and pool, payoff and ratings are reloaded. Snapshots and gauntlet results stay.
+        Returns how many matches were removed."""
+        rater = _fresh_like(self.ratings)
+
+        def rate(current: Mapping[str, tuple[float, float]], team_a: Sequence[str], team_b: Sequence[str],
+                 outcome: int) -> dict[str, tuple[float, float]]:
+            if set(team_a) & set(team_b):  # mirror matches are not rated (see record_match)
+                return {}
+            for p in (*team_a, *team_b):
+                rater.set(p, *current[p])
+            return rater.updated(team_a, team_b, outcome)
+
+        removed = self.store.rollback(player_id, checkpoint, rate,
+                                      initial=lambda: (float(rater.env.mu), float(rater.env.sigma)))
+        if removed:
+            self._reload()
+        return removed
 
     def add_player(self, player: Player) -> Player:
         """Register a player (idempotent for an identical player)."""
@@ -65,8 +92,10 @@ class League:
         *,
         length: float | None = None,
         learner_step: int | None = None,
+        checkpoints: Mapping[str, int] | None = None,
     ) -> int:
         """Commit a finished match (outcome from team A's view), then update payoff and ratings.
+        ``checkpoints``: each learning player's count of checkpoints written (see `rollback`).
 
         A match with a player on both sides (mirror self-play) is stored and counted in the payoff
         table but not rated: it says nothing about that player's skill.
@@ -77,7 +106,8 @@ class League:
         mirror = bool(set(team_a) & set(team_b))
         new = {} if mirror else self.ratings.updated(team_a, team_b, result)
         match_id = self.store.record_match(
-            team_a, team_b, result, length=length, learner_step=learner_step, ratings=new
+            team_a, team_b, result, length=length, learner_step=learner_step, ratings=new,
+            checkpoints=checkpoints,
         )
         self.payoff.record_teams(team_a, team_b, result)
         for player_id, (mu, sigma) in new.items():
@@ -101,6 +131,11 @@ class League:
         """Learner step of the newest snapshot frozen from `learner_id`, or None."""
         latest = self.pool.latest_snapshot(parent=learner_id)
         return None if latest is None else latest.step
+
+
+def _fresh_like(ratings: Ratings) -> Ratings:
+    """Unrated players, same TrueSkill settings and the same kind of rater (TwoTeamRatings stays one)."""
+    return type(ratings)(**ratings.config())
 
 
 def _resolve(key: str, given: object, meta: Mapping[str, str], default: object) -> object:

@@ -1,8 +1,11 @@
 """A learning player of the league in a training run: its trainer, matchmaker, snapshot and restart rules.
 
 A snapshot freezes the learner's current policy into an immutable file
-``RUN_DIR/league/snapshots/<id>.pt`` (``{"policy_spec", "policy"}``, so ``load_policy`` and
-``arena.evaluate`` read it) and registers it in the league with its sha256. The file is written first
+``RUN_DIR/league/snapshots/<name>.pt`` (``{"policy_spec", "policy"}``, so ``load_policy`` and
+``arena.evaluate`` read it) and registers it in the league with its sha256. The file name is the
+player id made portable (``snapshot_file_name``: ``learner:snap-000008`` is stored as
+``learner_snap-000008.pt``); the store keeps each player's path, so run directories written with the
+old names (the id itself, colon included) still load. The file is written first
 and the player registered second: a crash in between leaves a file the store does not know, which the
 next snapshot of that index replaces (the store is the source of truth).
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +32,12 @@ logger = logging.getLogger(__name__)
 SNAPSHOT_DIR = Path("league") / "snapshots"
 
 
+def snapshot_file_name(player_id: str) -> str:
+    """A portable file name for a snapshot id: every character other than letters, digits, ``.``,
+    ``_`` and ``-`` (the colon of ``learner:snap-000008``, a slash) becomes ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", player_id) + ".pt"
+
+
 def freeze_policy(league: League, run_dir: str | os.PathLike[str], learner_id: str, policy: Any,
                   step: int) -> Player:
     """Writes the next snapshot of ``learner_id`` and registers it; returns the new player."""
@@ -35,7 +45,10 @@ def freeze_policy(league: League, run_dir: str | os.PathLike[str], learner_id: s
     player_id = snapshot_id(learner_id, index)
     if player_id in league.pool:
         raise ValueError(f"snapshot id {player_id!r} is already taken in the league")
-    relative = SNAPSHOT_DIR / f"{player_id}.pt"
+    relative = SNAPSHOT_DIR / snapshot_file_name(player_id)
+    taken = [p.player_id for p in league.pool if p.path is not None and Path(p.path) == relative]
+    if taken:
+        raise ValueError(f"snapshot {player_id!r} would be written to {relative}, the file of {taken[0]!r}")
     path = Path(run_dir) / relative
     if path.exists():
         logger.warning("replacing %s: a snapshot file the league store never registered (crash)", path)

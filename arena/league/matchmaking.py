@@ -6,6 +6,9 @@ Sources (mixed with fixed probabilities, e.g. {"mirror": 0.35, "pfsp": 0.5, "scr
 - "uniform": uniform over the opponent pool (fictitious self-play, FSP).
 - "pfsp": prioritized FSP over the opponent pool, weight f(x) with x the learner's score against it.
 - "scripted": uniform over scripted bots.
+- "pfsp_scripted": PFSP over the scripted bots only, so the bot the learner loses to most gets most
+  of these episodes however many snapshots the pool holds (in the "pfsp" source a bot is one
+  candidate among them all).
 - "learners": uniform over the other learning players (what a main exploiter trains against).
 The opponent pool is every player whose kind is in `pool_kinds` (snapshots by default), minus the asker.
 A source with no candidate falls back to mirror, so a young league works from the first episode.
@@ -24,7 +27,7 @@ from arena.league.players import LEARNING_KINDS, PLAYER_KINDS, Pool
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("mirror", "latest", "uniform", "pfsp", "scripted", "learners")
+SOURCES = ("mirror", "latest", "uniform", "pfsp", "scripted", "learners", "pfsp_scripted")
 
 
 def f_hard(x: np.ndarray | float, p: float = 2.0) -> np.ndarray:
@@ -149,8 +152,10 @@ class Matchmaker:
             latest = self.pool.latest_snapshot(parent=learner_id) or self.pool.latest_snapshot()
             ids = [] if latest is None or latest.player_id == learner_id else [latest.player_id]
             return ids, np.ones(len(ids))
-        if source == "scripted":
+        if source in ("scripted", "pfsp_scripted"):
             ids = [p.player_id for p in self.pool.of_kind("scripted") if p.player_id != learner_id]
+            if source == "pfsp_scripted":
+                return ids, self.pfsp_probabilities(learner_id, ids)
         elif source == "learners":
             ids = [p.player_id for p in self.pool.of_kind(*LEARNING_KINDS) if p.player_id != learner_id]
         elif source in ("uniform", "pfsp"):

@@ -19,6 +19,10 @@ from typing import Any
 _CHUNK = 1 << 20
 
 
+RESTORE_ADVICE = ("restore that file from a backup: arena writes a snapshot once and never changes it, and "
+                  "the league cannot play or rate this player until its file is back (arena changed nothing)")
+
+
 class SnapshotIntegrityError(ValueError):
     """A snapshot file's content does not match the sha256 the league recorded for it."""
 
@@ -86,12 +90,13 @@ def verify_snapshot(path: str | os.PathLike[str], sha256: str) -> None:
     """Raise SnapshotIntegrityError unless the file's sha256 is `sha256` (FileNotFoundError if missing)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"snapshot file {path} does not exist")
+        raise FileNotFoundError(f"snapshot file {path} does not exist (the league recorded sha256 {sha256}); "
+                                f"{RESTORE_ADVICE}")
     actual = sha256_file(path)
     if actual != sha256:
         raise SnapshotIntegrityError(
             f"snapshot {path} is corrupted or was replaced: its sha256 is {actual}, "
-            f"the league recorded {sha256}"
+            f"the league recorded {sha256}; {RESTORE_ADVICE}"
         )
 
 

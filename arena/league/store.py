@@ -4,6 +4,11 @@ Every finished match is committed in its own transaction together with the ratin
 so the file always holds a prefix of the match history with ratings that agree with it. The in-memory
 league (pool, payoff table, ratings) is rebuilt by `load()`: players as registered, payoff by replaying
 the matches in order (with the run's decay), ratings as each player's last rating row.
+
+Each match also records, for every learning player in it, how many checkpoints that learner had
+written when it played (``match_learners``). A learner resumed from its g-th checkpoint lost the
+state that played the matches tagged g or later: `rollback` removes them and re-rates the matches
+that remain after the first one removed, in one transaction (see the README's reliability section).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import numbers
 import os
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +29,10 @@ from arena.league.payoff import PayoffTable
 from arena.league.players import Player
 
 log = logging.getLogger(__name__)
+
+# (ratings before the match, team A, team B, outcome from A's view) -> the match's new ratings
+RateFn = Callable[[Mapping[str, tuple[float, float]], Sequence[str], Sequence[str], int],
+                  dict[str, tuple[float, float]]]
 
 LEAGUE_DB = "league.sqlite"
 SCHEMA_VERSION = "1"
@@ -64,7 +73,18 @@ CREATE TABLE IF NOT EXISTS ratings (
 """
 
 
-# Added after schema version 1 without changing it: created on open when missing (old stores gain it).
+# Added after schema version 1 without changing it: created on open when missing (old stores gain it;
+# their matches carry no checkpoint tag and are never rolled back).
+_MATCH_LEARNERS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS match_learners (
+    match_id INTEGER NOT NULL REFERENCES matches(id),
+    player_id TEXT NOT NULL REFERENCES players(id),
+    checkpoint INTEGER NOT NULL CHECK (checkpoint >= 0),
+    PRIMARY KEY (match_id, player_id)
+);
+CREATE INDEX IF NOT EXISTS match_learners_by_player ON match_learners (player_id, checkpoint)
+"""
+
 _GAUNTLET_SCHEMA = """
 CREATE TABLE IF NOT EXISTS gauntlet (
     player_id TEXT NOT NULL REFERENCES players(id),
@@ -136,18 +156,49 @@ class LeagueState:
     meta: dict[str, str] = field(default_factory=dict)
 
 
+class LeagueStoreError(ValueError):
+    """The league store file exists but SQLite cannot read it (damaged, truncated, not a database)."""
+
+    def __init__(self, path: Path, exc: Exception) -> None:
+        super().__init__(
+            f"league store {path} cannot be read ({exc}): it is damaged or not an arena league. arena left "
+            f"it as it is: restore it from a backup (copy it together with its -wal file), or try "
+            f"`sqlite3 {path} .recover` into a new file; a new run_dir starts a new league"
+        )
+        self.path = path
+
+
 class LeagueStore:
     """SQLite league store in WAL mode; a single writer (the training process), any number of readers."""
 
     def __init__(
-        self, path: str | os.PathLike[str], *, create: bool = True, synchronous: str = "NORMAL"
+        self, path: str | os.PathLike[str], *, create: bool = True, synchronous: str = "NORMAL",
+        read_only: bool = False,
     ) -> None:
+        """``read_only``: a reader beside a running trainer (``league show``, ``evaluate --league``): the
+        file is opened with SQLite's ``mode=ro``, so the reader never writes, never waits for the
+        writer's lock, and sees a consistent snapshot per transaction (WAL)."""
         self.path = Path(path)
+        self.read_only = read_only
+        if read_only:
+            create = False
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous={synchronous!r} must be 'NORMAL' or 'FULL'")
         if not create and not self.path.is_file():
             raise FileNotFoundError(f"no league store at {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._open(synchronous)
+        except sqlite3.DatabaseError as exc:
+            raise LeagueStoreError(self.path, exc) from exc
+
+    def _open(self, synchronous: str) -> None:
+        if self.read_only:
+            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
+                                         timeout=30.0)
+            self._check_version()
+            self._known_players = {row[0] for row in self._conn.execute("SELECT id FROM players")}
+            return
         # Autocommit mode: transactions are explicit BEGIN/COMMIT below, one per match.
         self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -160,6 +211,11 @@ class LeagueStore:
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._init_schema()
         self._known_players: set[str] = {row[0] for row in self._conn.execute("SELECT id FROM players")}
+
+    def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check``: "ok", or what is wrong."""
+        rows = self._conn.execute("PRAGMA integrity_check").fetchall()
+        return "\n".join(str(r[0]) for r in rows)
 
     @classmethod
     def in_run_dir(cls, run_dir: str | os.PathLike[str], *, create: bool = True) -> LeagueStore:
@@ -185,13 +241,19 @@ class LeagueStore:
                     if statement.strip():
                         self._conn.execute(statement)
                 self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
-            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None or row[0] != SCHEMA_VERSION:
-                found = None if row is None else row[0]
-                raise ValueError(
-                    f"league store {self.path} has schema version {found}; this code reads {SCHEMA_VERSION}"
-                )
+            self._check_version()
             self._conn.execute(_GAUNTLET_SCHEMA)
+            for statement in _MATCH_LEARNERS_SCHEMA.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+
+    def _check_version(self) -> None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or row[0] != SCHEMA_VERSION:
+            found = None if row is None else row[0]
+            raise ValueError(
+                f"league store {self.path} has schema version {found}; this code reads {SCHEMA_VERSION}"
+            )
 
     def _transaction(self, write: bool = True) -> _Transaction:
         return _Transaction(self._conn, write)
@@ -273,11 +335,14 @@ class LeagueStore:
         length: float | None = None,
         learner_step: int | None = None,
         ratings: Mapping[str, tuple[float, float]] | None = None,
+        checkpoints: Mapping[str, int] | None = None,
     ) -> int:
         """Commit one match and the ratings it produced (player -> (mu, sigma) after the match).
 
         Teams list the distinct players driving each side; outcome is from team A's point of view.
-        Returns the match id. Either everything is stored or nothing is.
+        ``checkpoints``: for each learning player in the match, the checkpoints it had written when
+        it played (what `rollback` goes by). Returns the match id. Either everything is stored or
+        nothing is.
         """
         result = parse_outcome(outcome)
         teams = [self._check_team(team_a, "team_a"), self._check_team(team_b, "team_b")]
@@ -290,6 +355,12 @@ class LeagueStore:
             if not (math.isfinite(mu) and math.isfinite(sigma) and sigma > 0):
                 raise ValueError(f"rating ({mu}, {sigma}) of {player_id!r} needs finite mu and sigma > 0")
         step = _check_step(learner_step)
+        tags = dict(checkpoints or {})
+        for player_id, count in tags.items():
+            if player_id not in in_match:
+                raise ValueError(f"checkpoint count given for {player_id!r}, who did not play in {teams}")
+            if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 0:
+                raise ValueError(f"checkpoint count {count!r} of {player_id!r} must be an int >= 0")
         if length is not None and not (math.isfinite(length) and length >= 0):
             raise ValueError(f"match length={length!r} must be a finite number >= 0 or None")
         with self._transaction():
@@ -304,6 +375,11 @@ class LeagueStore:
                 "INSERT INTO ratings (match_id, player_id, mu, sigma) VALUES (?,?,?,?)",
                 [(match_id, p, float(mu), float(sigma)) for p, (mu, sigma) in ratings.items()],
             )
+            if tags:
+                self._conn.executemany(
+                    "INSERT INTO match_learners (match_id, player_id, checkpoint) VALUES (?,?,?)",
+                    [(match_id, p, int(c)) for p, c in tags.items()],
+                )
         return match_id
 
     def _check_team(self, team: Sequence[str], name: str) -> list[str]:
@@ -324,6 +400,65 @@ class LeagueStore:
             MatchRecord(mid, step, tuple(json.loads(a)), tuple(json.loads(b)), outcome, length, created)
             for mid, step, a, b, outcome, length, created in rows
         ]
+
+    def match_checkpoints(self) -> dict[int, dict[str, int]]:
+        """match id -> {learning player: checkpoints it had written when it played}."""
+        out: dict[int, dict[str, int]] = {}
+        for match_id, player_id, count in self._conn.execute(
+            "SELECT match_id, player_id, checkpoint FROM match_learners ORDER BY match_id, player_id"
+        ):
+            out.setdefault(int(match_id), {})[player_id] = int(count)
+        return out
+
+    def rollback(self, player_id: str, checkpoint: int, rate: RateFn,
+                 initial: Callable[[], tuple[float, float]]) -> int:
+        """Removes every match ``player_id`` played after writing its ``checkpoint``-th checkpoint
+        (tagged ``checkpoint`` or more), and re-rates the matches after the first one removed, in one
+        transaction; returns how many matches were removed.
+
+        Ratings before the first removed match are kept; from there each player starts from its last
+        rating before it (``initial()`` for a player with none) and every remaining later match is
+        rated again in order with ``rate(current, team_a, team_b, outcome)``, which returns the new
+        ratings of that match's players (an empty dict for a match that is not rated).
+        """
+        if isinstance(checkpoint, bool) or not isinstance(checkpoint, numbers.Integral) or checkpoint < 0:
+            raise ValueError(f"checkpoint={checkpoint!r} must be an int >= 0")
+        with self._transaction():
+            doomed = [int(r[0]) for r in self._conn.execute(
+                "SELECT match_id FROM match_learners WHERE player_id = ? AND checkpoint >= ?"
+                " ORDER BY match_id",
+                (player_id, int(checkpoint)))]
+            if not doomed:
+                return 0
+            first = doomed[0]
+            self._conn.execute("CREATE TEMP TABLE IF NOT EXISTS doomed (id INTEGER PRIMARY KEY)")
+            self._conn.execute("DELETE FROM doomed")
+            self._conn.executemany("INSERT INTO doomed VALUES (?)", [(m,) for m in doomed])
+            self._conn.execute("DELETE FROM ratings WHERE match_id >= ?", (first,))
+            self._conn.execute("DELETE FROM match_learners WHERE match_id IN (SELECT id FROM doomed)")
+            self._conn.execute("DELETE FROM matches WHERE id IN (SELECT id FROM doomed)")
+            self._conn.execute("DELETE FROM doomed")
+            current: dict[str, tuple[float, float]] = {
+                p: (mu, sigma) for p, mu, sigma in self._conn.execute(
+                    "SELECT r.player_id, r.mu, r.sigma FROM ratings r WHERE r.match_id ="
+                    " (SELECT MAX(match_id) FROM ratings WHERE player_id = r.player_id)")
+            }
+            rows = self._conn.execute(
+                "SELECT id, team_a, team_b, outcome FROM matches WHERE id > ? ORDER BY id", (first,)
+            ).fetchall()
+            for match_id, a, b, outcome in rows:
+                team_a, team_b = json.loads(a), json.loads(b)
+                for p in (*team_a, *team_b):
+                    current.setdefault(p, initial())
+                new = rate(current, team_a, team_b, int(outcome))
+                current.update(new)
+                self._conn.executemany(
+                    "INSERT INTO ratings (match_id, player_id, mu, sigma) VALUES (?,?,?,?)",
+                    [(match_id, p, float(mu), float(sigma)) for p, (mu, sigma) in new.items()],
+                )
+        log.info("rolled back %d matches of %s played after its checkpoint %d; re-rated %d later matches",
+                 len(doomed), player_id, checkpoint, len(rows))
+        return len(doomed)
 
     def match_count(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM matches").fetchone()[0])
@@ -349,11 +484,14 @@ class LeagueStore:
 
     def load(self, decay: float = 1.0) -> LeagueState:
         """Everything needed to rebuild the league; the payoff table replays the matches with `decay`."""
-        with self._transaction(write=False):  # one consistent read snapshot even while a writer appends
-            players = self.players()
-            matches = self.matches()
-            ratings = self.current_ratings()
-            meta = self.meta()
+        try:
+            with self._transaction(write=False):  # one consistent read snapshot even while a writer appends
+                players = self.players()
+                matches = self.matches()
+                ratings = self.current_ratings()
+                meta = self.meta()
+        except sqlite3.DatabaseError as exc:
+            raise LeagueStoreError(self.path, exc) from exc
         payoff = PayoffTable(decay)
         for m in matches:
             payoff.record_teams(m.team_a, m.team_b, m.outcome)

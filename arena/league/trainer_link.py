@@ -4,7 +4,8 @@
 the finished envs and their outcomes (from the learner's team's view). It then
 
 1. records each finished match in the league (learner vs the env's previous team-1 player, outcome,
-   length, learner step): committed to the store as it finishes, then payoff and ratings update;
+   length, learner step, and the checkpoint count of each learning player in it): committed to the
+   store as it finishes, then payoff and ratings update;
 2. picks the envs' next opponents with a chooser (the league ``Matchmaker``, or an exploiter's);
 3. has the player cache load (and register with ``Opponents``) any frozen player newly needed.
 
@@ -50,6 +51,7 @@ class LeagueMatchmaker:
         timer: LeagueTimer | None = None,
         learner_step: Callable[[], int] | None = None,
         match_lengths: Callable[[np.ndarray], np.ndarray] | None = None,
+        checkpoints_of: Callable[[str], int | None] | None = None,
     ) -> None:
         league.pool.get(learner_id)  # fails clearly for a learner the league does not know
         self.league, self.learner_id, self.chooser, self.cache = league, learner_id, chooser, cache
@@ -57,6 +59,8 @@ class LeagueMatchmaker:
         # Set by the wiring once the trainer exists: its sample count, and the finished matches' lengths.
         self.learner_step = learner_step
         self.match_lengths = match_lengths
+        # A learning player's count of checkpoints written (None for frozen players): tags each match.
+        self.checkpoints_of = checkpoints_of
         self.current: list[str | None] = []  # league id of the team-1 player of each env
         self.matches_recorded = 0
 
@@ -95,8 +99,12 @@ class LeagueMatchmaker:
                 if opponent is None:
                     continue  # an env this matchmaker never assigned (cannot happen through Opponents)
                 length = None if lengths is None else float(lengths[k])
+                tags = None
+                if self.checkpoints_of is not None:
+                    tags = {p: c for p in (self.learner_id, opponent)
+                            if (c := self.checkpoints_of(p)) is not None}
                 self.league.record_match(team_a, [opponent], LEAGUE_OUTCOME[int(code)], length=length,
-                                         learner_step=step)
+                                         learner_step=step, checkpoints=tags)
                 self.matches_recorded += 1
 
     def assigned(self) -> set[str]:

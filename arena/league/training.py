@@ -13,10 +13,12 @@ How it plugs into ``arena.train`` (nothing inside the trainer knows about the le
 
 The store is the source of truth: every match, player and rating is committed before memory changes,
 so a run killed at any moment resumes from the store; the trainer checkpoint carries only the
-matchmakers' RNG and env assignment. To keep league work a small share of training time
-(``python -m arena.bench league``), matches are rated with TrueSkill's two-team closed form
-(``TwoTeamRatings``, the same numbers) and PFSP weights are computed once per update
-(``UpdateMatchmaker``).
+matchmakers' RNG and env assignment. Each match is tagged with the checkpoint count of the learners
+in it, and a resumed learner's matches from after its checkpoint are rolled back when the league opens
+(``_roll_back``; the README's Reliability section states the invariant). To keep league work a
+small share of training time (``python -m arena.bench league``), matches are rated with TrueSkill's
+two-team closed form (``TwoTeamRatings``, the same numbers) and PFSP weights are computed once per
+update (``UpdateMatchmaker``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from arena.league.league import League
 from arena.league.learner import LeagueLearner
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player
-from arena.league.snapshots import SnapshotGate
+from arena.league.snapshots import SnapshotGate, verify_snapshot
 from arena.league.timing import LeagueTimer
 from arena.league.trainer_link import LeagueMatchmaker
 from arena.league.two_team_ratings import TwoTeamRatings
@@ -60,7 +62,10 @@ class LeagueRun:
     """The league side of one training run (see the module docstring)."""
 
     def __init__(self, config: LeagueConfig, run_dir: str | os.PathLike[str], *, game: str,
-                 team_sizes: tuple[int, int] = (1, 1), seed: int = 0) -> None:
+                 team_sizes: tuple[int, int] = (1, 1), seed: int = 0, learner_checkpoints: int = 0) -> None:
+        """``learner_checkpoints``: the checkpoints the main learner had written when the checkpoint
+        it resumes from was written (0 for a new learner); the matches it played after that are
+        rolled back, as are those of the exploiters after their own checkpoints (see ``rollback``)."""
         self.config = config.validate(game)
         if (config.main_exploiter or config.league_exploiter) and config.matchmaking.mix.learners:
             raise ValueError("league.matchmaking.mix 'learners' is not supported with exploiters: a reset "
@@ -76,6 +81,11 @@ class LeagueRun:
         self.league.add_player(Player(self.learner_id, "learner"))
         for name in config.scripted if config.scripted is not None else SCRIPTED_BOTS[game]:
             self.league.add_player(Player(f"scripted:{name.removeprefix('scripted:')}", "scripted"))
+        for player in self.league.pool.of_kind("snapshot"):  # a damaged one fails now, naming its file
+            if player.sha256 is not None:
+                verify_snapshot(snapshot_file(self.run_dir, player), player.sha256)
+        self.rolled_back = self._roll_back(learner_checkpoints)
+        self._trainers: dict[str, Any] = {}  # learning player id -> its PPOTrainer
         self.live: dict[str, Policy] = {}  # learning players' current weights, by player id
         self._main_matchmaker: LeagueMatchmaker | None = None
         self.main: LeagueLearner | None = None
@@ -86,6 +96,29 @@ class LeagueRun:
         self.gauntlet: Gauntlet | None = None
         self._gauntlet_step: int | None = None  # learner step of the last snapshot that played it
         self._gauntlet_new: list[Any] = []  # results not yet in the metrics
+
+    def _roll_back(self, learner_checkpoints: int) -> dict[str, int]:
+        """Before anything reads the league: every learner about to resume (the main learner, and each
+        exploiter's current generation) forgets the matches played by a state no checkpoint holds."""
+        from arena.trainer.checkpoint import checkpoints_written
+        from arena.trainer.ppo import CHECKPOINT_NAME
+
+        targets = {self.learner_id: int(learner_checkpoints)}
+        for kind in ("main_exploiter", "league_exploiter"):
+            generation = current_generation(self.league.pool, kind)
+            if getattr(self.config, kind) is not None and generation is not None:
+                player_id = exploiter_id(kind, generation)
+                path = self.run_dir / "checkpoints" / player_id / CHECKPOINT_NAME
+                targets[player_id] = checkpoints_written(path) if path.is_file() else 0
+        removed = {}
+        for player_id, count in targets.items():
+            n = self.league.rollback(player_id, count)
+            if n:
+                removed[player_id] = n
+                logger.warning("%s resumes from its checkpoint %d: %d matches it played after that "
+                               "checkpoint were rolled back and the later matches re-rated",
+                               player_id, count, n)
+        return removed
 
     # ------------------------------------------------------------------ building
 
@@ -103,7 +136,12 @@ class LeagueRun:
     def _matchmaker_for(self, player_id: str, chooser: Any) -> LeagueMatchmaker:
         cache = PlayerCache(self.league.pool, self.run_dir, owner=player_id, capacity=self.config.cache_size,
                             live=self.live, timer=self.timer)
-        return LeagueMatchmaker(self.league, player_id, chooser, cache, timer=self.timer)
+        return LeagueMatchmaker(self.league, player_id, chooser, cache, timer=self.timer,
+                                checkpoints_of=self._checkpoints_of)
+
+    def _checkpoints_of(self, player_id: str) -> int | None:
+        trainer = self._trainers.get(player_id)
+        return None if trainer is None else int(trainer.checkpoints_written)
 
     def attach(self, trainer: Any, make_reward: Callable[[], Any] | None = None) -> None:
         """Links the main learner's trainer (built with ``matchmaker()``) and starts the exploiters;
@@ -112,6 +150,7 @@ class LeagueRun:
         if trainer.opponents.matchmaker is not matchmaker:
             raise ValueError("attach() a trainer that was built with this LeagueRun's matchmaker()")
         _link(trainer, matchmaker)
+        self._trainers[self.learner_id] = trainer
         snap = self.config.snapshot
         self.main = LeagueLearner(self.learner_id, "learner", trainer, matchmaker,
                                   SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
@@ -159,7 +198,9 @@ class LeagueRun:
             trainer = PPOTrainer.resume(
                 checkpoint, reward_fn=self._make_reward(), matchmaker=matchmaker,
                 config_overrides={"total_timesteps": main.config.total_timesteps,
-                                  "checkpoint_dir": str(checkpoint_dir)})
+                                  "checkpoint_dir": str(checkpoint_dir),
+                                  "checkpoint_interval": main.config.checkpoint_interval,
+                                  "checkpoint_minutes": main.config.checkpoint_minutes})
         else:
             config = dataclasses.replace(main.config, num_envs=num_envs, seed=seed,
                                          checkpoint_dir=str(checkpoint_dir))
@@ -168,6 +209,7 @@ class LeagueRun:
                                  team_sizes=tuple(env["team_sizes"]), env_overrides=env["overrides"],
                                  reward_fn=self._make_reward(), matchmaker=matchmaker)
         _link(trainer, matchmaker)
+        self._trainers[player_id] = trainer
         self.live[player_id] = trainer.policy
         snap = cfg.snapshot
         return LeagueLearner(player_id, kind, trainer, matchmaker,
@@ -233,6 +275,7 @@ class LeagueRun:
         logger.info("%s restarts from fresh weights at step %d", old.player_id, old.trainer.global_step)
         old.trainer.close()
         del self.live[old.player_id]
+        del self._trainers[old.player_id]
         return self._exploiter(old.kind, old.generation + 1)
 
     def _refresh_matchmaking(self) -> None:

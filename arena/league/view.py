@@ -213,7 +213,7 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         raise FileNotFoundError(f"{run_dir} has no league store ({LEAGUE_DB} not found)")
     out = Path(out_dir) if out_dir is not None else run_dir
     out.mkdir(parents=True, exist_ok=True)
-    with LeagueStore(db, create=False) as store:
+    with LeagueStore(db, read_only=True) as store:
         meta = store.meta()
         decay = float(json.loads(meta[META_DECAY])) if META_DECAY in meta else 1.0
         state = store.load(decay)

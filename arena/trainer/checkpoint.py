@@ -23,6 +23,10 @@ CHECKPOINT_VERSION = 1
 REQUIRED_KEYS = ("format", "version", "config", "policy_spec", "policy", "optimizer", "rng", "counters")
 
 
+CHECKPOINT_ADVICE = ("arena left the file as it is: restore it from a backup, or resume from another "
+                     "checkpoint file (trainer.resume=PATH)")
+
+
 class CheckpointError(ValueError):
     """A checkpoint file exists but cannot be used; the message names the file."""
 
@@ -64,7 +68,8 @@ def _fsync_dir(directory: Path) -> None:
 def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Reads a trainer checkpoint; ``FileNotFoundError`` or ``CheckpointError`` name ``path``."""
     path = os.fspath(path)
-    payload = read_torch_file(path, map_location, what="checkpoint", error=CheckpointError)
+    payload = read_torch_file(path, map_location, what="checkpoint", error=CheckpointError,
+                              advice=CHECKPOINT_ADVICE)
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} is not an arena trainer checkpoint (no format {CHECKPOINT_FORMAT!r})")
     missing = [k for k in REQUIRED_KEYS if k not in payload]
@@ -76,6 +81,12 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
             f"this arena reads version {CHECKPOINT_VERSION}"
         )
     return payload
+
+
+def checkpoints_written(path: str | os.PathLike[str]) -> int:
+    """How many checkpoints the trainer had written when it wrote ``path`` (this one included)."""
+    counters = load_checkpoint(path)["counters"]
+    return int(counters.get("checkpoints_written", 1))
 
 
 def save_policy_snapshot(policy: Policy, path: str | os.PathLike[str]) -> Path:

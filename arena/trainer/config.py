@@ -69,7 +69,9 @@ class TrainerConfig:
     kickstart_teacher: str | None = None  # e.g. "scripted:heuristic"; None: off
     kickstart_coef: float = 1.0  # weight of the teacher loss at step 0
     kickstart_steps: int = 0  # learner samples over which the weight falls linearly to 0
-    checkpoint_interval: int = 0  # samples between checkpoints; 0: only when save() is called
+    checkpoint_interval: int = 0  # samples between checkpoints; 0: not by samples
+    # wall-clock minutes between checkpoints; 0: not by time (``python -m arena.train`` defaults to 5)
+    checkpoint_minutes: float = 0.0
     checkpoint_dir: str = "checkpoints"
 
     def validate(self) -> TrainerConfig:
@@ -86,6 +88,7 @@ class TrainerConfig:
         _require_int(self, "minibatch_size", low=1)
         _require_int(self, "update_epochs", low=1)
         _require_int(self, "checkpoint_interval", low=0)
+        _require_float(self, "checkpoint_minutes", low=0.0)
         _require_int(self, "kickstart_steps", low=0)
         _require_float(self, "kickstart_coef", low=0.0)
         teacher = self.kickstart_teacher

@@ -18,6 +18,9 @@ Checkpoints are episode boundaries: after ``save`` (and after ``load``) the next
 matches seeded from the env seed stream, with zero LSTM states. The env's in-flight matches are not
 part of a checkpoint, so this is what lets a resumed run continue exactly like the run that wrote the
 file. The matches cut short count as truncations: the rollout already bootstrapped their last step.
+The exception is a checkpoint by wall time (``checkpoint_minutes``): it lands at whichever update the
+clock says, so it leaves the matches in flight alone and a run is the same on a fast machine and a
+slow one; a resume from it starts fresh matches (the learner's state is exact, the matches are new).
 """
 
 from __future__ import annotations
@@ -125,6 +128,8 @@ class PPOTrainer:
         self.update = 0  # PPO updates done (train() calls)
         self._steps_before_batch = 0
         self._last_checkpoint_step = 0
+        self._last_checkpoint_time = time.monotonic()
+        self.checkpoints_written = 0  # tags the league's matches (see arena.league.store's rollback)
         self._restart_pending = True
         self._losses: dict[str, float] = {}
         self._log_time, self._log_step = time.perf_counter(), 0
@@ -200,9 +205,12 @@ class PPOTrainer:
         out["replay_logprob_error"] = replay_error
         self._losses = out
         self.stats.add_time("learn", time.perf_counter() - t0)
-        interval = cfg.checkpoint_interval
-        if interval and self.global_step - self._last_checkpoint_step >= interval:
-            self.save()
+        due = self.checkpoint_due()
+        if due is not None:
+            # A checkpoint by samples lands at the same update in every run and restarts the matches,
+            # so a resume from it is exact; one by wall time lands wherever the clock says, so it
+            # leaves the matches alone, and the run stays the same whatever the machine's speed.
+            self.save(restart=due == "samples")
         return dict(out)
 
     def _update(
@@ -273,6 +281,19 @@ class PPOTrainer:
 
     # ------------------------------------------------------------------ checkpoints
 
+    def checkpoint_due(self) -> str | None:
+        """``"samples"`` when ``checkpoint_interval`` samples have passed since the last checkpoint,
+        else ``"minutes"`` when ``checkpoint_minutes`` of wall time have (since the last checkpoint or
+        the start of this process), else None."""
+        cfg = self.config
+        samples = self.global_step - self._last_checkpoint_step
+        if cfg.checkpoint_interval > 0 and samples >= cfg.checkpoint_interval:
+            return "samples"
+        seconds = time.monotonic() - self._last_checkpoint_time
+        if cfg.checkpoint_minutes > 0 and seconds >= 60.0 * cfg.checkpoint_minutes:
+            return "minutes"
+        return None
+
     def checkpoint_path(self) -> Path:
         return Path(self.config.checkpoint_dir) / CHECKPOINT_NAME
 
@@ -298,6 +319,7 @@ class PPOTrainer:
                 "global_step": self.global_step,
                 "update": self.update,
                 "last_checkpoint_step": self._last_checkpoint_step,
+                "checkpoints_written": self.checkpoints_written,
             },
             "opponents": self.opponents.state_dict(),
         }
@@ -305,12 +327,17 @@ class PPOTrainer:
             state["reward_fn"] = self.reward_fn.state_dict()
         return state
 
-    def save(self, path: str | Path | None = None) -> Path:
-        """Writes a checkpoint atomically (default ``checkpoint_dir/trainer.pt``); the next rollout
-        starts fresh matches (see the module docstring)."""
+    def save(self, path: str | Path | None = None, *, restart: bool = True) -> Path:
+        """Writes a checkpoint atomically (default ``checkpoint_dir/trainer.pt``). With ``restart`` the
+        next rollout starts fresh matches, as a resumed run does, so that the two continue alike (see
+        the module docstring); without, the matches in flight go on."""
         self._last_checkpoint_step = self.global_step
-        written = atomic_save(self.state_dict(), path if path is not None else self.checkpoint_path())
-        self._restart_pending = True
+        self._last_checkpoint_time = time.monotonic()
+        state = self.state_dict()
+        state["counters"]["checkpoints_written"] = self.checkpoints_written + 1  # this one included
+        written = atomic_save(state, path if path is not None else self.checkpoint_path())
+        self.checkpoints_written += 1
+        self._restart_pending = self._restart_pending or restart
         logger.info("checkpoint written: %s (step %d, update %d)", written, self.global_step, self.update)
         return written
 
@@ -336,6 +363,7 @@ class PPOTrainer:
             counters = payload["counters"]
             self.global_step, self.update = int(counters["global_step"]), int(counters["update"])
             self._last_checkpoint_step = int(counters["last_checkpoint_step"])
+            self.checkpoints_written = int(counters.get("checkpoints_written", 1))
             if "opponents" in payload:
                 self.opponents.load_state_dict(payload["opponents"])
             if "reward_fn" in payload and callable(getattr(self.reward_fn, "load_state_dict", None)):
