@@ -41,6 +41,9 @@ def test_cuda_build_without_usable_gpu_raises_clear_error():
         assert batch.on_cuda
 
 
+OUTPUTS = ("obs", "final_obs", "events", "rewards", "done", "outcome", "end_reason", "episode_length")
+
+
 @pytest.mark.parametrize("team_size", [(1, 1), (2, 1)])
 def test_cuda_build_cpu_path_matches_default_build(team_size):
     # .ci/run builds it without -march=native: fewer SIMD lanes than the default build, same bits.
@@ -61,10 +64,61 @@ def test_cuda_build_cpu_path_matches_default_build(team_size):
         act = np.stack([rng.integers(0, n, rows) for n in (5, 3, 2)], axis=1).astype(np.int32)
         a.step(act, 0, num_envs)
         b.step(act, 0, num_envs)
-        for name in ("obs", "final_obs", "events", "rewards", "done", "outcome", "end_reason"):
+        for name in OUTPUTS:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
         ended += int(b.done.sum())
     assert ended > 0, "the run crossed ended matches and resets"
+
+
+# 1 s at frame_skip 12 and dt 1/60: every match ends by the time limit at decision 5, whatever the
+# float details of the device, when nobody fires (the teams spawn 20 km or more apart).
+TIME_LIMITED = {"time_limit_s": 1.0}
+LAST_DECISION = 5
+IDLE = (2, 0, 0)  # straight ahead, no throttle, no fire
+
+
+def assert_unfinished_rows_read_as_zeros_and_stale_finals(batch) -> None:
+    """The CPU path's contract for envs that did not finish in a step: episode_length 0 and
+    final_obs zeros until the first match end; after it, the final observation stays until the
+    next end, and reset() puts episode_length back to 0."""
+    acts = np.tile(np.array(IDLE, np.int32), (batch.num_envs * batch.agents_per_env, 1))
+    batch.reset(7)
+    for t in range(1, LAST_DECISION):
+        batch.step(acts, 0, batch.num_envs)
+        assert not batch.done.any(), f"decision {t}: no match ends before the time limit"
+        assert (batch.final_obs == 0).all(), f"decision {t}: final_obs of unfinished envs is not zero"
+        assert (batch.episode_length == 0).all(), f"decision {t}: episode_length of unfinished envs is not 0"
+    batch.step(acts, 0, batch.num_envs)
+    assert batch.done.all() and (batch.episode_length == LAST_DECISION).all()
+    finals = batch.final_obs.copy()
+    assert np.abs(finals).sum() > 0
+    batch.reset(8)
+    batch.step(acts, 0, batch.num_envs)
+    assert not batch.done.any()
+    assert (batch.episode_length == 0).all(), "episode_length after reset() is not 0"
+    np.testing.assert_array_equal(batch.final_obs, finals, err_msg="final_obs changed without a match end")
+
+
+@pytest.mark.parametrize("build", ["cuda", "default"])
+def test_cpu_path_unfinished_rows_read_zero_length_and_the_last_final_observation(build):
+    core = _load_cuda_core() if build == "cuda" else _core
+    params = core.MidrangeParams()
+    params.time_limit_s = TIME_LIMITED["time_limit_s"]
+    assert_unfinished_rows_read_as_zeros_and_stale_finals(core.MidrangeBatch(params, 37, 2, "cpu"))
+
+
+def test_cuda_path_unfinished_rows_read_as_on_the_cpu_path():
+    # The device buffers start zero-filled and reset() uploads the cleared host outputs: rows the
+    # kernel did not write come back as the CPU path's, not as whatever device memory held.
+    cuda_core = _load_cuda_core()
+    params = cuda_core.MidrangeParams()
+    params.time_limit_s = TIME_LIMITED["time_limit_s"]
+    try:
+        batch = cuda_core.MidrangeBatch(params, 300, 1, "cuda")
+    except RuntimeError as err:
+        pytest.skip(f"no usable GPU: {err}")
+    assert batch.on_cuda
+    assert_unfinished_rows_read_as_zeros_and_stale_finals(batch)
 
 
 def test_default_build_refuses_cuda_with_rebuild_hint():

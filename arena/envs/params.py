@@ -80,22 +80,34 @@ def validate_overrides(game: str, table: dict[str, Param], overrides: dict[str, 
         p = table[name]
         is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
         if p.kind is int:
-            if not is_number or not float(value).is_integer():
+            if not is_number or not _is_integral(value):
                 raise ValueError(f"{name} must be an integer in [{p.low:g}, {p.high:g}], got {value!r}")
             value = int(value)
         else:
             if not is_number:
                 raise ValueError(f"{name} must be a number in [{p.low:g}, {p.high:g}], got {value!r}")
-            value = float(value)
-        if not (p.low <= value <= p.high):  # also rejects NaN
+            value = _as_float(value)
+        if not (p.low <= value <= p.high):  # also rejects NaN and the infinities
             raise ValueError(f"{name}={value!r} is out of range: allowed [{p.low:g}, {p.high:g}] ({p.doc})")
         values[name] = value
     return values
 
 
+def _as_float(value: numbers.Real) -> float:
+    """``float(value)``, with ints too large for a float as infinities (out of every range)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _is_integral(value: numbers.Real) -> bool:
+    return isinstance(value, numbers.Integral) or _as_float(value).is_integer()
+
+
 def validate_team_sizes(team_sizes: Any) -> tuple[int, int]:
     def is_size(x: Any) -> bool:
-        return isinstance(x, numbers.Real) and not isinstance(x, bool) and float(x).is_integer()
+        return isinstance(x, numbers.Real) and not isinstance(x, bool) and _is_integral(x)
 
     ok = isinstance(team_sizes, Sequence) and not isinstance(team_sizes, str)
     ok = ok and len(team_sizes) == 2 and all(map(is_size, team_sizes))
@@ -107,7 +119,58 @@ def validate_team_sizes(team_sizes: Any) -> tuple[int, int]:
     return int(team_sizes[0]), int(team_sizes[1])
 
 
+MIN_LAUNCH_COOLDOWN_S = 1e-6
+
+
+def drag_speed_limit(vt: float, ld: float, rmin: float, g: float, dt: float) -> float:
+    """The speed above which one physics step of drag could reverse a body's velocity: the
+    semi-implicit Euler step is stable while C v dt <= 1/2, C the largest drag coefficient
+    (parasitic plus induced at full command). Mirrors ``drag_speed_limit`` in
+    arena/native/midrange_limits.h, which bounds world-state speeds the same way."""
+    cd0 = g / (vt * vt)
+    k = 1.0 / (4.0 * cd0 * ld * ld)
+    inv_rmin = 1.0 / rmin
+    return 0.5 / ((cd0 + k * inv_rmin * inv_rmin) * dt)
+
+
+def check_midrange_stability(values: dict[str, Any]) -> None:
+    """Refuses parameters under which the physics step can diverge (and observations turn NaN).
+
+    A body must stay below its drag speed limit with a margin: at twice the fastest it flies in
+    play (its spawn or launch speed, or its terminal speed at full thrust) plus one physics step of
+    thrust and turn acceleration. A missile leaves with its shooter's velocity, so it must also
+    handle the fighters' speeds.
+    """
+    v, g, dt = values, values["g"], values["dt"]
+    fighter_top = max(v["spawn_speed"], v["fighter_vt"] * math.sqrt(v["fighter_thrust_g"]))
+    fighter_need = 2.0 * fighter_top + (v["fighter_thrust_g"] + v["fighter_max_g"]) * g * dt
+    missile_top = v["missile_vt"] * math.sqrt(v["missile_thrust_g"])
+    missile_step = (v["missile_thrust_g"] + v["missile_max_g"]) * g * dt
+    missile_need = max(fighter_need, 2.0 * missile_top + missile_step)
+    sources = {
+        "fighter": "spawn_speed, fighter_vt * sqrt(fighter_thrust_g) and fighter_max_g",
+        "missile": "missile_vt * sqrt(missile_thrust_g), missile_max_g and the fighters' speeds",
+    }
+    for body, need in (("fighter", fighter_need), ("missile", missile_need)):
+        vt, ld, rmin = v[f"{body}_vt"], v[f"{body}_ld"], v[f"{body}_rmin"]
+        limit = drag_speed_limit(vt, ld, rmin, g, dt)
+        if need > limit:
+            raise ValueError(
+                f"these parameters make the {body} physics diverge: above {limit:.6g} m/s one physics step "
+                f"of drag (dt={dt:g}, g={g:g}, {body}_vt={vt:g}, {body}_ld={ld:g}, {body}_rmin={rmin:g}) "
+                f"could reverse a {body}'s velocity, but it must handle {need:.6g} m/s (twice its top "
+                f"speed plus one step, from {sources[body]}); allowed: dt * (g / {body}_vt^2 + "
+                f"{body}_vt^2 / (4 g {body}_ld^2 {body}_rmin^2)) * {need:.6g} <= 0.5, e.g. with a smaller dt"
+            )
+
+
 def check_midrange_consistency(values: dict[str, Any]) -> None:
+    cooldown = values["launch_cooldown_s"]
+    if 0.0 < cooldown < MIN_LAUNCH_COOLDOWN_S:
+        raise ValueError(
+            f"launch_cooldown_s={cooldown!r} is out of range: allowed 0 (no cooldown) or at least "
+            f"{MIN_LAUNCH_COOLDOWN_S:g} s (the observation divides by it)"
+        )
     if values["spawn_distance_min_m"] > values["spawn_distance_max_m"]:
         raise ValueError(
             f"spawn_distance_min_m={values['spawn_distance_min_m']} must not exceed "
@@ -118,3 +181,4 @@ def check_midrange_consistency(values: dict[str, Any]) -> None:
             f"spawn_distance_max_m={values['spawn_distance_max_m']} puts the teams outside the arena: "
             f"allowed below 2 * arena_radius_m = {2 * values['arena_radius_m']:g}"
         )
+    check_midrange_stability(values)

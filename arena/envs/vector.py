@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -85,7 +86,10 @@ class VectorEnv:
         """Starts a new match in every env, env e seeded with ``seeds[e]``: envs given the same
         seed get the same spawn (used for seed-paired evaluation)."""
         self._check_open()
-        seeds = np.asarray(seeds)
+        try:
+            seeds = np.asarray(seeds)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"seeds must be {self.num_envs} non-negative integers: {err}") from None
         if seeds.shape != (self.num_envs,) or seeds.dtype.kind not in "iu" or (seeds < 0).any():
             raise ValueError(f"seeds must be {self.num_envs} non-negative integers, got {seeds!r}")
         self._core.reset_envs(seeds.astype(np.uint64))
@@ -107,9 +111,20 @@ class VectorEnv:
         """Steps only envs ``[begin, end)`` (their rows of ``actions`` are read). The GIL is
         released while C++ steps, so a Python thread can compute actions for other envs meanwhile."""
         self._check_open()
+        for name, value in (("begin", begin), ("end", end)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer):
+                raise ValueError(
+                    f"{name}={value!r} is not an env index: allowed integers in [0, {self.num_envs}]"
+                )
+        if not 0 <= begin <= end <= self.num_envs:
+            raise ValueError(
+                f"env range [{begin}, {end}) is outside [0, {self.num_envs}): allowed "
+                f"0 <= begin <= end <= {self.num_envs}"
+            )
+        a = self._as_actions(actions)
         if not self._was_reset:
             self.reset()
-        self._core.step(self._as_actions(actions), begin, end)
+        self._core.step(a, int(begin), int(end))
 
     def world_state(self) -> dict[str, np.ndarray]:
         """Raw state of every env (positions, velocities, alive flags, missiles), as copies."""
@@ -121,7 +136,11 @@ class VectorEnv:
         self._check_open()
         if not hasattr(self._core, "set_world_state"):
             raise NotImplementedError(f"game {self.game!r} does not support set_world_state")
-        self._core.set_world_state(state)
+        if not isinstance(state, Mapping):
+            raise ValueError(
+                f"state must be a dict of arrays keyed as world_state() returns, got {type(state).__name__}"
+            )
+        self._core.set_world_state(dict(state))  # the core checks every field, naming a bad one
         self._was_reset = True
         return self._core.obs
 
@@ -165,8 +184,13 @@ class VectorEnv:
     def _as_actions(self, actions: Any) -> np.ndarray:
         if hasattr(actions, "detach"):  # a torch tensor
             actions = actions.detach().cpu().numpy()
-        a = np.asarray(actions)
         rows, dims = self.num_agents, len(self._nvec)
+        try:
+            a = np.asarray(actions)
+        except (ValueError, TypeError) as err:  # ragged nesting, objects numpy cannot take
+            raise ValueError(
+                f"actions must be an array of shape ({rows}, {dims}) of integers: {err}"
+            ) from None
         if a.shape == (rows,) and dims == 1:
             a = a.reshape(rows, 1)
         if a.shape != (rows, dims):

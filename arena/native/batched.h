@@ -111,6 +111,9 @@ class Batched {
       clear(o);
     }
     upload();
+#ifdef ARENA_WITH_CUDA
+    if (cuda_) cuda_->upload_outputs(out);  // the device's copies of the outputs cleared too
+#endif
     release_states();
   }
 

@@ -4,11 +4,16 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "batched.h"
 #include "games.h"
+#include "midrange_limits.h"
 
 namespace py = pybind11;
 using namespace arena;
@@ -27,12 +32,57 @@ py::array_t<T> zeros(std::vector<py::ssize_t> shape) {
   return a;
 }
 
+// The core's own guard on game parameters. arena.make validates every parameter against its
+// range first (arena/envs/params.py); these checks refuse, for callers of arena._core itself, the
+// values that would index past the fixed-size arrays of a State or overflow an int.
+void check_params(const midrange::Params& p) {
+  std::ostringstream msg;
+  if (p.team_size[0] < 1 || p.team_size[0] > midrange::MAX_TEAM || p.team_size[1] < 1 ||
+      p.team_size[1] > midrange::MAX_TEAM) {
+    msg << "team_size=(" << p.team_size[0] << ", " << p.team_size[1]
+        << ") is out of range: allowed two integers in [1, " << midrange::MAX_TEAM << "]";
+  } else if (p.missiles_per_fighter < 1 || p.missiles_per_fighter > midrange::MAX_MISSILES_PER_FIGHTER) {
+    msg << "missiles_per_fighter=" << p.missiles_per_fighter << " is out of range: allowed [1, "
+        << midrange::MAX_MISSILES_PER_FIGHTER << "]";
+  } else if (p.tracked_missiles < 0 || p.tracked_missiles > midrange::MAX_TRACKED) {
+    msg << "tracked_missiles=" << p.tracked_missiles << " is out of range: allowed [0, " << midrange::MAX_TRACKED
+        << "]";
+  } else if (p.frame_skip < 1) {
+    msg << "frame_skip=" << p.frame_skip << " is out of range: allowed at least 1";
+  } else if (!(p.dt > 0.0) || !(p.time_limit_s / p.dt <= 2147483647.0) || !(p.time_limit_s > 0.0)) {
+    msg << "time_limit_s=" << p.time_limit_s << " and dt=" << p.dt
+        << " are out of range: allowed positive values with time_limit_s / dt at most 2^31 - 1 physics steps";
+  } else {
+    return;
+  }
+  throw py::value_error(msg.str());
+}
+
+void check_params(const rpsw::Params& p) {
+  if (p.rounds < 1) {
+    throw py::value_error("rounds=" + std::to_string(p.rounds) + " is out of range: allowed at least 1");
+  }
+}
+
+template <class P>
+const P& checked(const P& p) {
+  check_params(p);
+  return p;
+}
+
+int checked_num_envs(int num_envs) {
+  if (num_envs < 1) {
+    throw py::value_error("num_envs=" + std::to_string(num_envs) + " is out of range: allowed at least 1");
+  }
+  return num_envs;
+}
+
 // The Python object: a Batched<G> plus the numpy arrays it writes into.
 template <class G>
 class PyBatch {
  public:
   PyBatch(const typename G::Params& p, int num_envs, int num_threads, const std::string& device, bool simd)
-      : batch_(G::make_ctx(p), num_envs, num_threads, device, simd) {
+      : batch_(G::make_ctx(checked(p)), checked_num_envs(num_envs), num_threads, device, simd) {
     const py::ssize_t rows = static_cast<py::ssize_t>(num_envs) * batch_.agents();
     const py::ssize_t dim = batch_.obs_dim();
     obs = zeros<float>({rows, dim});
@@ -202,63 +252,156 @@ py::dict midrange_world_state(PyBatch<MidrangeGame>& b) {
   return d;
 }
 
-template <class T>
-py::array_t<T, py::array::c_style | py::array::forcecast> field(const py::dict& d, const char* key,
-                                                                  std::vector<py::ssize_t> shape) {
+// ---- midrange set_world_state: every field checked before any env changes
+
+std::string shape_text(const std::vector<py::ssize_t>& shape) {
+  std::ostringstream out;
+  out << "(";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << (shape.size() == 1 ? ",)" : ")");
+  return out.str();
+}
+
+// What a world-state field may hold: values in [lo, hi], integers only where `integral`.
+struct FieldLimits {
+  double lo, hi;
+  bool integral;
+  const char* unit;  // appended to the allowed range in messages ("" for none)
+};
+
+using Doubles = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// World-state field `key` of `d` as doubles in C order, after checks that name the field: present,
+// an array (or nested sequences) of real numbers (of integers for integral fields; bools count as
+// 0 and 1), of exactly `shape`, every value finite and inside `lim`. Any such dtype and any memory
+// layout (Fortran order, strides, negative strides) is taken.
+Doubles checked_field(const py::dict& d, const char* key, const std::vector<py::ssize_t>& shape,
+                      const FieldLimits& lim) {
+  const std::string name = std::string("world state field '") + key + "'";
   if (!d.contains(key)) throw py::value_error(std::string("world state is missing '") + key + "'");
-  auto a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(d[key]);
-  if (!a) throw py::value_error(std::string("world state field '") + key + "' is not numeric");
-  bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
-  for (size_t i = 0; ok && i < shape.size(); ++i) ok = a.shape(i) == shape[i];
-  if (!ok) throw py::value_error(std::string("world state field '") + key + "' has the wrong shape");
+  py::array raw = py::array::ensure(d[key]);
+  if (!raw) throw py::value_error(name + " is not an array of numbers");
+  const char kind = raw.dtype().kind();
+  const std::string kinds = lim.integral ? "biu" : "biuf";
+  if (kinds.find(kind) == std::string::npos) {
+    throw py::value_error(name + " has dtype " + py::str(raw.dtype()).cast<std::string>() + ": allowed " +
+                          (lim.integral ? "integers or bools" : "real numbers (bool, int, uint or float)"));
+  }
+  std::vector<py::ssize_t> got(raw.shape(), raw.shape() + raw.ndim());
+  if (got != shape) throw py::value_error(name + " has shape " + shape_text(got) + ": allowed " + shape_text(shape));
+  Doubles a = Doubles::ensure(raw);
+  if (!a) throw py::value_error(name + " could not be read as numbers");
+  const double* v = a.data();
+  for (py::ssize_t i = 0; i < a.size(); ++i) {
+    const double x = v[i];
+    if (x >= lim.lo && x <= lim.hi && (!lim.integral || x == std::floor(x))) continue;  // NaN fails
+    std::vector<py::ssize_t> at(shape.size());
+    for (py::ssize_t r = i, k = static_cast<py::ssize_t>(shape.size()) - 1; k >= 0; --k) {
+      at[k] = r % shape[k];
+      r /= shape[k];
+    }
+    std::ostringstream msg;
+    msg.precision(10);
+    msg << name << " holds " << x << " at index " << shape_text(at) << ": allowed "
+        << (lim.integral ? "integers" : "finite values") << " in [" << lim.lo << ", " << lim.hi << "]" << lim.unit;
+    throw py::value_error(msg.str());
+  }
   return a;
 }
 
-// Replaces the state of every env (all fields of world_state() are required) and re-observes.
+// The fastest a body may be set to: above it one physics step of drag could reverse its velocity
+// (see midrange::drag_speed_limit).
+void check_speeds(const Doubles& vx, const Doubles& vy, double limit, const char* what) {
+  for (py::ssize_t i = 0; i < vx.size(); ++i) {
+    const double v = std::sqrt(vx.data()[i] * vx.data()[i] + vy.data()[i] * vy.data()[i]);
+    if (v <= limit) continue;
+    std::ostringstream msg;
+    msg.precision(10);
+    msg << "world state fields '" << what << "_vx', '" << what << "_vy' give a speed of " << v
+        << " m/s at index (" << i / vx.shape(1) << ", " << i % vx.shape(1) << "): allowed up to " << limit
+        << " m/s with these parameters (faster, one physics step of drag could reverse the velocity)";
+    throw py::value_error(msg.str());
+  }
+}
+
+// Replaces the state of every env (all fields of world_state() are required; no others) and
+// re-observes. Nothing changes unless every field passes its checks.
 void midrange_set_world_state(PyBatch<MidrangeGame>& b, const py::dict& d) {
-  auto& states = b.batch_.states();
+  static const char* const keys[] = {
+      "fighter_x",   "fighter_y",  "fighter_vx",  "fighter_vy",     "fighter_cooldown", "fighter_missiles",
+      "fighter_alive", "missile_x", "missile_y",  "missile_vx",     "missile_vy",       "missile_tof",
+      "missile_owner", "missile_target", "missile_active", "physics_steps", "decisions"};
+  for (auto item : d) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    if (std::find(std::begin(keys), std::end(keys), key) == std::end(keys)) {
+      std::string allowed;
+      for (const char* k : keys) allowed += std::string(allowed.empty() ? "" : ", ") + k;
+      throw py::value_error("world state has unknown field '" + key + "': allowed " + allowed);
+    }
+  }
   const auto& ctx = b.batch_.ctx();
+  const auto& p = ctx.p;
   const int E = b.batch_.num_envs();
   const int F = ctx.d.num_fighters;
-  const int M = F * ctx.p.missiles_per_fighter;
-  auto fx = field<double>(d, "fighter_x", {E, F}), fy = field<double>(d, "fighter_y", {E, F});
-  auto fvx = field<double>(d, "fighter_vx", {E, F}), fvy = field<double>(d, "fighter_vy", {E, F});
-  auto fcd = field<double>(d, "fighter_cooldown", {E, F});
-  auto fmis = field<int32_t>(d, "fighter_missiles", {E, F});
-  auto falive = field<bool>(d, "fighter_alive", {E, F});
-  auto mx = field<double>(d, "missile_x", {E, M}), my = field<double>(d, "missile_y", {E, M});
-  auto mvx = field<double>(d, "missile_vx", {E, M}), mvy = field<double>(d, "missile_vy", {E, M});
-  auto mtof = field<double>(d, "missile_tof", {E, M});
-  auto mowner = field<int32_t>(d, "missile_owner", {E, M}), mtarget = field<int32_t>(d, "missile_target", {E, M});
-  auto mactive = field<bool>(d, "missile_active", {E, M});
-  auto steps = field<int32_t>(d, "physics_steps", {E}), decisions = field<int32_t>(d, "decisions", {E});
+  const int M = F * p.missiles_per_fighter;
+  const std::vector<py::ssize_t> ef{E, F}, em{E, M}, e1{E};
+  const midrange::SpeedLimits limits = midrange::speed_limits(p, ctx.d);
+  const FieldLimits pos{-midrange::MAX_POSITION_M, midrange::MAX_POSITION_M, false, " m"};
+  const FieldLimits fvel{-limits.fighter, limits.fighter, false, " m/s (the fighter speed limit of these parameters)"};
+  const FieldLimits mvel{-limits.missile, limits.missile, false, " m/s (the missile speed limit of these parameters)"};
+  const FieldLimits timer{0.0, midrange::MAX_TIMER_S, false, " s"};
+  const FieldLimits flag{0.0, 1.0, true, ""};
+  const FieldLimits index{-1.0, F - 1.0, true, " (-1 or a fighter)"};
+  // Counters past the time limit only end the match at the next step; the bound keeps their
+  // increments from overflowing.
+  const FieldLimits count{0.0, 2147483646.0, true, ""};
+  auto fx = checked_field(d, "fighter_x", ef, pos), fy = checked_field(d, "fighter_y", ef, pos);
+  auto fvx = checked_field(d, "fighter_vx", ef, fvel), fvy = checked_field(d, "fighter_vy", ef, fvel);
+  auto fcd = checked_field(d, "fighter_cooldown", ef, timer);
+  const FieldLimits missiles{0.0, static_cast<double>(p.missiles_per_fighter), true, " (missiles_per_fighter)"};
+  auto fmis = checked_field(d, "fighter_missiles", ef, missiles);
+  auto falive = checked_field(d, "fighter_alive", ef, flag);
+  auto mx = checked_field(d, "missile_x", em, pos), my = checked_field(d, "missile_y", em, pos);
+  auto mvx = checked_field(d, "missile_vx", em, mvel), mvy = checked_field(d, "missile_vy", em, mvel);
+  auto mtof = checked_field(d, "missile_tof", em, timer);
+  auto mowner = checked_field(d, "missile_owner", em, index), mtarget = checked_field(d, "missile_target", em, index);
+  auto mactive = checked_field(d, "missile_active", em, flag);
+  auto steps = checked_field(d, "physics_steps", e1, count), decisions = checked_field(d, "decisions", e1, count);
+  check_speeds(fvx, fvy, limits.fighter, "fighter");
+  check_speeds(mvx, mvy, limits.missile, "missile");
+  for (int e = 0; e < E; ++e) {
+    for (int j = 0; j < M; ++j) {
+      const long k = static_cast<long>(e) * M + j;
+      if (mactive.data()[k] == 0.0) continue;
+      const int owner = static_cast<int>(mowner.data()[k]), target = static_cast<int>(mtarget.data()[k]);
+      const std::string where = "missile_active[" + std::to_string(e) + ", " + std::to_string(j) + "]: ";
+      if (owner < 0 || target < 0)
+        throw py::value_error(where + "an active missile needs missile_owner and missile_target in 0.." +
+                              std::to_string(F - 1));
+      if (j / p.missiles_per_fighter != owner)
+        throw py::value_error(where + "missile slot " + std::to_string(j) + " belongs to fighter " +
+                              std::to_string(j / p.missiles_per_fighter) + ", not to missile_owner " +
+                              std::to_string(owner));
+      if (midrange::team_of(p, owner) == midrange::team_of(p, target))
+        throw py::value_error(where + "missile_target " + std::to_string(target) + " is on the team of its owner");
+    }
+  }
+  auto& states = b.batch_.states();
   for (int e = 0; e < E; ++e) {
     auto& s = states[e];
     for (int i = 0; i < F; ++i) {
       const long k = static_cast<long>(e) * F + i;
-      const int32_t mis = fmis.data()[k];
-      if (mis < 0 || mis > ctx.p.missiles_per_fighter)
-        throw py::value_error("fighter_missiles must lie in 0..missiles_per_fighter");
-      s.f[i] = midrange::Fighter{fx.data()[k], fy.data()[k], fvx.data()[k], fvy.data()[k],
-                                 fcd.data()[k], mis, falive.data()[k] ? 1 : 0};
+      s.f[i] = midrange::Fighter{fx.data()[k], fy.data()[k], fvx.data()[k], fvy.data()[k], fcd.data()[k],
+                                 static_cast<int32_t>(fmis.data()[k]), falive.data()[k] != 0.0 ? 1 : 0};
     }
     for (int j = 0; j < M; ++j) {
       const long k = static_cast<long>(e) * M + j;
-      const bool active = mactive.data()[k];
-      const int32_t owner = mowner.data()[k], target = mtarget.data()[k];
-      if (active && (owner < 0 || owner >= F || target < 0 || target >= F))
-        throw py::value_error("an active missile needs owner and target in 0..num_fighters-1");
-      if (active && j / ctx.p.missiles_per_fighter != owner)
-        throw py::value_error("missile slot " + std::to_string(j) + " belongs to fighter " +
-                              std::to_string(j / ctx.p.missiles_per_fighter) + ", not to owner " +
-                              std::to_string(owner));
-      if (active && midrange::team_of(ctx.p, owner) == midrange::team_of(ctx.p, target))
-        throw py::value_error("missile slot " + std::to_string(j) + " targets its own team");
-      s.m[j] = midrange::Missile{mx.data()[k], my.data()[k], mvx.data()[k], mvy.data()[k], mtof.data()[k],
-                                 owner, target, active ? 1 : 0};
+      s.m[j] = midrange::Missile{mx.data()[k],  my.data()[k],  mvx.data()[k], mvy.data()[k], mtof.data()[k],
+                                 static_cast<int32_t>(mowner.data()[k]), static_cast<int32_t>(mtarget.data()[k]),
+                                 mactive.data()[k] != 0.0 ? 1 : 0};
     }
-    s.steps = steps.data()[e];
-    s.decisions = decisions.data()[e];
+    s.steps = static_cast<int32_t>(steps.data()[e]);
+    s.decisions = static_cast<int32_t>(decisions.data()[e]);
   }
   b.batch_.upload();
   b.batch_.observe_all(b.buffers());
@@ -346,6 +489,7 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "set_params",
           [](PyBatch<MidrangeGame>& b, const P& p) {
+            check_params(p);
             const P& old = b.batch_.ctx().p;
             if (p.team_size[0] != old.team_size[0] || p.team_size[1] != old.team_size[1] ||
                 p.missiles_per_fighter != old.missiles_per_fighter || p.tracked_missiles != old.tracked_missiles)

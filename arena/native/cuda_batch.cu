@@ -25,10 +25,18 @@ __global__ void step_kernel(typename G::Ctx ctx, typename G::State* states, cons
           env_slice(out, e, agents, G::obs_dim(ctx), G::num_events));
 }
 
+// A device buffer of `count` T, zero-filled: rows the kernel has not written (the final observation
+// and episode length of an env that never finished) read as the CPU path's zero-filled buffers do.
 template <class T>
 T* device_alloc(size_t count) {
   void* p = nullptr;
-  check(cudaMalloc(&p, count * sizeof(T) + 1), "cudaMalloc");
+  const size_t bytes = count * sizeof(T) + 1;  // never 0 bytes
+  check(cudaMalloc(&p, bytes), "cudaMalloc");
+  const cudaError_t err = cudaMemset(p, 0, bytes);
+  if (err != cudaSuccess) {
+    cudaFree(p);
+    check(err, "cudaMemset");
+  }
   return static_cast<T*>(p);
 }
 
@@ -50,26 +58,56 @@ CudaBatch<G>::CudaBatch(const typename G::Ctx& ctx, int num_envs) : ctx_(ctx), n
   }
   const long rows = static_cast<long>(num_envs) * G::agents(ctx);
   const long dim = G::obs_dim(ctx);
-  states_ = device_alloc<State>(num_envs);
-  actions_ = device_alloc<int32_t>(rows * G::action_dims);
-  dev_.obs = device_alloc<float>(rows * dim);
-  dev_.final_obs = device_alloc<float>(rows * dim);
-  dev_.rewards = device_alloc<float>(rows);
-  dev_.terminals = device_alloc<uint8_t>(rows);
-  dev_.truncations = device_alloc<uint8_t>(rows);
-  dev_.events = device_alloc<int32_t>(rows * G::num_events);
-  dev_.outcome = device_alloc<int8_t>(num_envs);
-  dev_.end_reason = device_alloc<int8_t>(num_envs);
-  dev_.episode_length = device_alloc<int32_t>(num_envs);
-  dev_.done = device_alloc<uint8_t>(num_envs);
+  try {
+    states_ = device_alloc<State>(num_envs);
+    actions_ = device_alloc<int32_t>(rows * G::action_dims);
+    dev_.obs = device_alloc<float>(rows * dim);
+    dev_.final_obs = device_alloc<float>(rows * dim);
+    dev_.rewards = device_alloc<float>(rows);
+    dev_.terminals = device_alloc<uint8_t>(rows);
+    dev_.truncations = device_alloc<uint8_t>(rows);
+    dev_.events = device_alloc<int32_t>(rows * G::num_events);
+    dev_.outcome = device_alloc<int8_t>(num_envs);
+    dev_.end_reason = device_alloc<int8_t>(num_envs);
+    dev_.episode_length = device_alloc<int32_t>(num_envs);
+    dev_.done = device_alloc<uint8_t>(num_envs);
+  } catch (...) {
+    free_all();  // the destructor does not run for a constructor that throws
+    throw;
+  }
+}
+
+template <class G>
+void CudaBatch<G>::free_all() {
+  void* ptrs[] = {states_,         actions_,        dev_.obs,     dev_.final_obs, dev_.rewards,
+                  dev_.terminals,  dev_.truncations, dev_.events, dev_.outcome,   dev_.end_reason,
+                  dev_.episode_length, dev_.done};
+  for (void* p : ptrs) cudaFree(p);  // cudaFree(nullptr) does nothing
+  states_ = nullptr;
+  actions_ = nullptr;
+  dev_ = BatchBuffers{};
 }
 
 template <class G>
 CudaBatch<G>::~CudaBatch() {
-  void* ptrs[] = {states_,         actions_,        dev_.obs,     dev_.final_obs, dev_.rewards,
-                  dev_.terminals,  dev_.truncations, dev_.events, dev_.outcome,   dev_.end_reason,
-                  dev_.episode_length, dev_.done};
-  for (void* p : ptrs) cudaFree(p);
+  free_all();
+}
+
+template <class G>
+void CudaBatch<G>::upload_outputs(const BatchBuffers& h) {
+  const long rows = static_cast<long>(num_envs_) * G::agents(ctx_);
+  const long dim = G::obs_dim(ctx_), ev = G::num_events;
+  const auto h2d = cudaMemcpyHostToDevice;
+  copy_rows(dev_.obs, h.obs, 0, rows * dim, h2d);
+  copy_rows(dev_.final_obs, h.final_obs, 0, rows * dim, h2d);
+  copy_rows(dev_.rewards, h.rewards, 0, rows, h2d);
+  copy_rows(dev_.terminals, h.terminals, 0, rows, h2d);
+  copy_rows(dev_.truncations, h.truncations, 0, rows, h2d);
+  copy_rows(dev_.events, h.events, 0, rows * ev, h2d);
+  copy_rows(dev_.outcome, h.outcome, 0, num_envs_, h2d);
+  copy_rows(dev_.end_reason, h.end_reason, 0, num_envs_, h2d);
+  copy_rows(dev_.episode_length, h.episode_length, 0, num_envs_, h2d);
+  copy_rows(dev_.done, h.done, 0, num_envs_, h2d);
 }
 
 template <class G>
