@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 import torch
 
 from arena.agents.policy import load_policy
+from arena.rewards import CompositeReward, Reward, StepBatch
+from arena.rewards.compose import WeightSchedule
 from arena.trainer.checkpoint import CheckpointError, load_checkpoint
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.opponents import FixedMix
@@ -124,3 +127,39 @@ def test_resuming_from_a_corrupted_checkpoint_names_the_path(tmp_path) -> None:
     torch.save({"just": torch.zeros(2)}, other)
     with pytest.raises(CheckpointError, match="weights.pt"):
         load_checkpoint(other)
+
+
+class CountingTerm(Reward):
+    """A term with state beyond per-row state: how many steps it has rewarded."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        self.calls += 1
+        return np.zeros(batch.num_rows, dtype=np.float32)
+
+    def state_dict(self) -> dict:
+        return {"calls": self.calls}
+
+    def load_state_dict(self, state) -> None:
+        self.calls = int(state["calls"])
+
+
+def test_reward_terms_with_state_ride_in_the_checkpoint(tmp_path) -> None:
+    mix = FixedMix({"mirror": 1.0}, redraw=True, seed=2)
+    term = CountingTerm()
+    reward = CompositeReward({"count": (1.0, term)}, {"count": WeightSchedule(1.0, 0.0, 1_000_000)})
+    trainer = PPOTrainer(config(tmp_path), PolicyConfig(hidden_size=16, lstm_size=16), game="rpsw",
+                         matchmaker=mix, reward_fn=reward)
+    run(trainer, 2)
+    path = trainer.save()
+    assert term.calls > 0
+    fresh = CountingTerm()
+    resumed = PPOTrainer.resume(path, matchmaker=FixedMix({"mirror": 1.0}, redraw=True, seed=2),
+                                reward_fn=CompositeReward({"count": (1.0, fresh)},
+                                                          {"count": WeightSchedule(1.0, 0.0, 1_000_000)}))
+    assert fresh.calls == term.calls
+    assert resumed.reward_fn.step == reward.step > 0
+    trainer.close()
+    resumed.close()

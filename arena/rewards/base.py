@@ -98,6 +98,10 @@ class Reward:
     ``__init__`` takes the term's own keyword arguments (the config's keys other than ``_target_``
     and ``weight``); ``__call__`` returns a float32 array with one value per row; ``reset`` clears
     per-row state of the rows whose episode ended (stateless terms need not override it).
+    A term with state that outlives an episode (running statistics, a count, a schedule of its own)
+    returns it from ``state_dict`` (tensors and plain Python values: checkpoints are read with
+    ``weights_only=True``) and takes it back in ``load_state_dict``: it then rides in the trainer's
+    checkpoints. Per-row state need not: a checkpoint is a match boundary.
     Sign convention of the built-in terms: a positive weight always means "more of the good thing",
     so cost terms (deaths, missiles fired, boundary) return values <= 0.
     """
@@ -115,6 +119,13 @@ class Reward:
 
     def reset(self, done_rows: np.ndarray) -> None:  # noqa: B027 - a no-op default, not abstract
         """Clears per-row state for ``done_rows`` (bool [rows]); stateless terms do nothing."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The term's state beyond per-row state, for checkpoints (none by default)."""
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:  # noqa: B027 - a no-op default
+        """Restores what ``state_dict`` returned."""
 
     # ------------------------------------------------------------------ helpers for subclasses
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ import numpy as np
 
 from arena.rewards.base import Reward, RewardError, StepBatch
 from arena.rewards.terms import BUILTIN_TERMS, PotentialShaping
+
+logger = logging.getLogger(__name__)
 
 
 def _to_plain(cfg: Any) -> Any:
@@ -181,6 +184,21 @@ class CompositeReward:
         done_rows = np.asarray(done_rows, dtype=bool)
         for _, term in self.terms.values():
             term.reset(done_rows)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The step of the weight schedules and each term's ``state_dict`` (for checkpoints)."""
+        terms = {name: term.state_dict() for name, (_, term) in self.terms.items()}
+        return {"step": self.step, "terms": terms}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores ``state_dict()``; a term the checkpoint does not know keeps its fresh state."""
+        self.set_step(int(state.get("step", 0)))
+        saved = dict(state.get("terms", {}))
+        for name, (_, term) in self.terms.items():
+            if name in saved:
+                term.load_state_dict(saved[name])
+            else:
+                logger.warning("reward term %r is not in the checkpoint: it starts afresh", name)
 
     @staticmethod
     def _checked(name: str, term: Reward, value: Any, rows: int) -> np.ndarray:
