@@ -3,6 +3,11 @@
 Two pairings: the heuristic pilot against the random pilot (numpy bots, the core's cost), and two
 LSTM policies of about 143k parameters (``Policy(obs_dim, [5, 3, 2], 128, 128)``, random weights,
 sampling) where batched inference dominates. Figures depend on the machine and its load.
+
+``--round-robin N``: a round robin of N such policies (what ``arena.evaluate --league`` plays), timed
+both ways in the same run: one pairing at a time (``play_match`` for each pair, as before) and side
+by side in one batched env (``play_matchups``, what the round robin uses now); prints both rates and
+their ratio.
 """
 
 from __future__ import annotations
@@ -47,8 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch-threads", type=int, default=1, help="inference threads (default 1)")
     parser.add_argument("--hidden", type=int, default=128, help="policy MLP and LSTM width (default 128)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--round-robin", type=int, default=0, metavar="N",
+                        help="also time a round robin of N policies, one pairing at a time and side by side")
+    parser.add_argument("--games-per-pair", type=int, default=64, help="round robin games per pairing")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.torch_threads)
+    if args.round_robin:
+        return round_robin(args)
     settings = MatchSettings(game=GAME, games=args.games, num_envs=args.envs, seed=args.seed,
                              num_threads=args.threads)
     a = policy_player("policy-a", 1, args.hidden)
@@ -66,3 +76,33 @@ def main(argv: list[str] | None = None) -> int:
         result = play_match(first, second, settings)
         print(f"{describe(label, result)}  (wall {time.perf_counter() - start:.2f} s)")
     return 0
+
+
+def round_robin(args: argparse.Namespace) -> int:
+    import itertools
+
+    from arena.evaluation.matchups import play_matchups
+
+    if args.round_robin < 2:
+        raise SystemExit(f"--round-robin {args.round_robin}: a round robin needs at least 2 players")
+    players = {f"policy-{k}": policy_player(f"policy-{k}", k, args.hidden)
+               for k in range(args.round_robin)}
+    matchups = list(itertools.combinations(players, 2))
+    settings = MatchSettings(game=GAME, games=args.games_per_pair, num_envs=args.envs, seed=args.seed,
+                             num_threads=args.threads)
+    games = len(matchups) * settings.even_games
+    print(f"round robin of {len(players)} LSTM policies: {len(matchups)} pairings x {settings.even_games} "
+          f"games on {settings.envs} envs each, core threads {args.threads or 'all'}, "
+          f"torch threads {args.torch_threads}")
+    start = time.perf_counter()
+    for a, b in matchups:
+        play_match(players[a], players[b], settings)
+    one_at_a_time = time.perf_counter() - start
+    start = time.perf_counter()
+    play_matchups(players, matchups, settings)
+    side_by_side = time.perf_counter() - start
+    for label, seconds in (("one pairing at a time", one_at_a_time), ("side by side", side_by_side)):
+        print(f"{label:22}: {games} games in {seconds:7.2f} s, {games / seconds:8.1f} games/s")
+    print(f"speed-up {one_at_a_time / side_by_side:.2f}x")
+    return 0
+

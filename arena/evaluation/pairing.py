@@ -42,13 +42,19 @@ class PairedLayout:
 
 def paired_layout(env: VectorEnv, seed: int) -> PairedLayout:
     """The layout for ``env`` (an even number of envs); every seed is derived from ``seed``."""
-    if env.num_envs % 2:
-        raise ValueError(f"a paired evaluation needs an even number of envs, got {env.num_envs}")
+    return layout_of(env.num_envs, env.team_of_row[: env.agents_per_env], seed)
+
+
+def layout_of(num_envs: int, team_of_slot: np.ndarray, seed: int) -> PairedLayout:
+    """The layout of ``num_envs`` envs whose agent slots belong to teams ``team_of_slot``."""
+    if num_envs % 2:
+        raise ValueError(f"a paired evaluation needs an even number of envs, got {num_envs}")
     env_ss, a_ss, b_ss = np.random.SeedSequence(seed).spawn(3)
-    pair_seeds = env_ss.generate_state(env.num_envs // 2, dtype=np.uint64) >> np.uint64(1)
-    env_of_row = np.repeat(np.arange(env.num_envs), env.agents_per_env)
-    a_team_of_env = np.arange(env.num_envs) % 2
-    a_drives = env.team_of_row == a_team_of_env[env_of_row]
+    pair_seeds = env_ss.generate_state(num_envs // 2, dtype=np.uint64) >> np.uint64(1)
+    agents_per_env = len(team_of_slot)
+    env_of_row = np.repeat(np.arange(num_envs), agents_per_env)
+    a_team_of_env = np.arange(num_envs) % 2
+    a_drives = np.tile(np.asarray(team_of_slot), num_envs) == a_team_of_env[env_of_row]
     return PairedLayout(
         env_seeds=np.repeat(pair_seeds, 2),
         a_team_of_env=a_team_of_env,

@@ -1,7 +1,9 @@
 """Round robin: every pair of players plays a side-swapped, seed-paired match; Bradley-Terry Elo on top.
 
 Every pairing uses the same seed, so every pairing sees the same spawns (common random numbers:
-differences between pairings come from the players, not from the luck of the draw). The Elo fit is
+differences between pairings come from the players, not from the luck of the draw). The pairings are
+played side by side in one batched env (``play_matchups``): each player acts once per step over all
+its rows, whatever the number of pairings it is in. The Elo fit is
 anchored on a scripted bot when one plays (``scripted:random`` first: the natural zero of a ladder),
 else on the mean of all players.
 """
@@ -10,12 +12,14 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from arena.agents.players import ResolvedPlayer
-from arena.evaluation.runner import MatchProgress, MatchResult, MatchSettings, play_match
+from arena.evaluation.matchups import DEFAULT_MAX_ENVS, MatchupProgress, play_matchups
+from arena.evaluation.runner import MatchSettings
 from arena.league.stats import BradleyTerryFit, bradley_terry
 
 logger = logging.getLogger(__name__)
@@ -71,9 +75,6 @@ def default_anchor(players: Sequence[str]) -> str | None:
     return next((p for p in players if p.startswith("scripted:")), None)
 
 
-PairProgress = Callable[[str, str, MatchProgress], None]
-
-
 def play_round_robin(
     players: Mapping[str, ResolvedPlayer],
     settings: MatchSettings,
@@ -81,12 +82,14 @@ def play_round_robin(
     anchor: str | None = None,
     confidence: float = 0.95,
     virtual_draws: float = 1.0,
-    on_progress: PairProgress | None = None,
+    on_progress: MatchupProgress | None = None,
+    max_envs: int = DEFAULT_MAX_ENVS,
 ) -> RoundRobinResult:
     """Plays ``settings.games`` games for every pair of ``players`` (id -> resolved player).
 
     ``anchor`` None picks ``default_anchor``; ``virtual_draws`` regularises the fit (see
-    ``bradley_terry``) so that a player who won every game still gets a finite rating.
+    ``bradley_terry``) so that a player who won every game still gets a finite rating. At most
+    ``max_envs`` envs step at once (pairings beyond them play in later groups).
     """
     ids = list(players)
     if len(ids) < 2:
@@ -95,18 +98,14 @@ def play_round_robin(
     if anchor is not None and anchor not in players:
         raise ValueError(f"anchor {anchor!r} is not one of the players {ids}")
     results: dict[tuple[str, str], tuple[int, int, int]] = {}
-    elapsed = 0.0
-    for a, b in itertools.combinations(ids, 2):
-        callback = None if on_progress is None else _bind(on_progress, a, b)
-        result: MatchResult = play_match(players[a], players[b], replace(settings, sprt=None),
-                                         on_progress=callback)
+    start = time.perf_counter()
+    matchups = list(itertools.combinations(ids, 2))
+    played = play_matchups(players, matchups, replace(settings, sprt=None), max_envs=max_envs,
+                           on_progress=on_progress)
+    for (a, b), result in zip(matchups, played, strict=True):
         results[(a, b)] = (result.wins, result.draws, result.losses)
-        elapsed += result.elapsed_s
         logger.info("round robin %s vs %s: %d/%d/%d", a, b, result.wins, result.draws, result.losses)
+    elapsed = time.perf_counter() - start
     fit = bradley_terry(results, players=ids, anchor=anchor, confidence=confidence,
                         virtual_draws=virtual_draws)
     return RoundRobinResult(ids, results, fit, elapsed)
-
-
-def _bind(callback: PairProgress, a: str, b: str) -> Callable[[MatchProgress], None]:
-    return lambda progress: callback(a, b, progress)

@@ -186,9 +186,9 @@ def play_match(
                                  f"not for this {env.game} env (obs_dim {env.obs_dim})")
         layout = paired_layout(env, settings.seed)
         sides = [
-            _Side(a.make_agent(len(layout.a_rows), layout.a_seed, settings.deterministic), layout.a_rows,
+            Side(a.make_agent(len(layout.a_rows), layout.a_seed, settings.deterministic), layout.a_rows,
                   layout.env_of_row[layout.a_rows]),
-            _Side(b.make_agent(len(layout.b_rows), layout.b_seed, settings.deterministic), layout.b_rows,
+            Side(b.make_agent(len(layout.b_rows), layout.b_seed, settings.deterministic), layout.b_rows,
                   layout.env_of_row[layout.b_rows]),
         ]
         actions = np.zeros((env.num_agents, len(env.action_space.nvec)), dtype=np.int32)
@@ -229,7 +229,7 @@ def play_match(
                        verdict, llr, stopped_early)
 
 
-class _Side:
+class Side:
     """The rows one player drives and its agent; rows index the agent's own state table."""
 
     def __init__(self, agent: Agent, rows: np.ndarray, env_of_row: np.ndarray) -> None:
