@@ -255,3 +255,22 @@ def test_a_scheduled_reward_is_told_the_sample_count_before_each_rollout() -> No
         trainer.evaluate()
     assert reward.steps == [0, 144, 288]
     trainer.close()
+
+
+def test_the_games_events_per_learner_fighter_and_match_are_logged() -> None:
+    """In mirror play both fighters are the learner, so every hit one scores the other takes."""
+    config = TrainerConfig(num_envs=32, num_threads=1, torch_threads=1, total_timesteps=100_000,
+                           bptt_horizon=8, rollout_steps=48, minibatch_size=48 * 64, update_epochs=1, seed=4)
+    trainer = PPOTrainer(config, SMALL_POLICY, game="midrange", env_overrides={"time_limit_s": 20.0},
+                         matchmaker=FixedMix({"mirror": 1.0}))
+    for _ in range(3):
+        trainer.evaluate()
+    metrics = trainer.mean_and_log()
+    trainer.close()
+    assert metrics["episodes"] > 0
+    events = {k.removeprefix("match/"): v for k, v in metrics.items() if k.startswith("match/")}
+    assert set(events) == {"fired", "hits", "kills", "was_hit", "died", "left_arena", "missed", "evaded"}
+    assert events["fired"] > 0  # a fresh policy fires half the time
+    assert events["hits"] == pytest.approx(events["was_hit"])
+    assert events["missed"] == pytest.approx(events["evaded"])
+    assert events["fired"] >= events["hits"] + events["missed"]  # the rest were in flight at the end

@@ -78,9 +78,11 @@ class Rollout:
         self.env_actions_t = torch.from_numpy(self.env_actions)
         self.episode_return = np.zeros(rows, dtype=np.float64)
         self._obs = torch.from_numpy(self.core.obs)
+        self._events = np.zeros_like(self.core.events)  # this step's, per row
+        self.episode_events = np.zeros(self.core.events.shape, dtype=np.float64)  # summed over the match
+        self.event_names = tuple(env.event_names)
         if reward_fn is not None:
             self._obs_after = np.zeros_like(self.core.obs)
-            self._events = np.zeros_like(self.core.events)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -93,6 +95,7 @@ class Rollout:
         self.opponents.reset_states()
         self.next_start_np[:] = True
         self.episode_return[:] = 0.0
+        self.episode_events[:] = 0.0
         if self.reward_fn is not None and callable(getattr(self.reward_fn, "reset", None)):
             self.reward_fn.reset(np.ones(self.env.num_agents, dtype=bool))
 
@@ -204,9 +207,9 @@ class Rollout:
         exp.rewards[t, s] = torch.from_numpy(core.rewards[s])
         exp.terminals[t, s] = torch.from_numpy(core.terminals[s])
         exp.truncations[t, s] = torch.from_numpy(core.truncations[s])
+        self._events[s] = core.events[s]
         if self.reward_fn is not None:
             self._obs_after[s] = core.obs[s]
-            self._events[s] = core.events[s]
         self.next_start_np[s] = False
         done = core.done[begin:end]
         if not done.any():
@@ -245,9 +248,12 @@ class Rollout:
             self._apply_reward_fn(t, done_rows)
         learner = exp.learner_mask[t].cpu().numpy()
         self.episode_return += exp.rewards[t].cpu().numpy()
+        self.episode_events += self._events
         if done_rows.any():
             self.stats.record_returns(self.episode_return[done_rows & learner])
+            self.stats.record_events(self.episode_events[done_rows & learner], self.event_names)
             self.episode_return[done_rows] = 0.0
+            self.episode_events[done_rows] = 0.0
 
     def _apply_reward_fn(self, t: int, done_rows: np.ndarray) -> None:
         from arena.rewards import StepBatch

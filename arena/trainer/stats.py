@@ -1,5 +1,7 @@
 """What the rollout counts between two ``mean_and_log`` calls: episodes, match outcomes per opponent,
-reward terms and where the time went."""
+the game's events per learner fighter and match (``match/<event>``, e.g. ``match/fired``,
+``match/hits``, ``match/evaded`` in midrange: whether the learner shoots, hits and defends), reward
+terms and where the time went."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ class RolloutStats:
         self.outcomes: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(3, dtype=np.int64))
         self.term_sums: dict[str, float] = defaultdict(float)
         self.term_samples = 0
+        self.event_sums: dict[str, float] = defaultdict(float)
+        self.event_rows = 0
         self.seconds: dict[str, float] = defaultdict(float)
 
     def add_time(self, part: str, seconds: float) -> None:
@@ -37,6 +41,14 @@ class RolloutStats:
         """Training-reward returns of the learner rows whose episodes just ended."""
         self.return_sum += float(returns.sum())
         self.returns += len(returns)
+
+    def record_events(self, counts: np.ndarray, names: tuple[str, ...]) -> None:
+        """Each event's count over a finished match, one row per learner row whose match ended."""
+        if len(counts) == 0:
+            return
+        for name, total in zip(names, counts.sum(axis=0).tolist(), strict=True):
+            self.event_sums[name] += float(total)
+        self.event_rows += len(counts)
 
     def record_matches(
         self, players: np.ndarray, names: list[str], outcomes: np.ndarray, lengths: np.ndarray
@@ -73,6 +85,9 @@ class RolloutStats:
                 out[f"draw_rate/{pid}"] = float(counts[OUTCOME_DRAW]) / total
                 out[f"loss_rate/{pid}"] = float(counts[OUTCOME_LOSS]) / total
                 out[f"episodes/{pid}"] = float(total)
+        if self.event_rows:
+            for name, total_value in self.event_sums.items():
+                out[f"match/{name}"] = total_value / self.event_rows
         if self.term_samples:
             for name, total_value in sorted(self.term_sums.items()):
                 out[f"reward/{name}"] = total_value / self.term_samples
