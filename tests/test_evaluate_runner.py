@@ -33,6 +33,21 @@ def test_heuristic_pilot_beats_the_random_pilot():
     assert result.games == 16 and score > 0.8 and lo > 0.5
 
 
+def test_the_games_events_are_counted_per_match_for_each_side():
+    result = play("scripted:heuristic", "scripted:random", game="midrange", games=16, num_envs=16)
+    ev = result.events
+    assert set(ev) == {"fired", "hits", "kills", "was_hit", "died", "left_arena", "missed", "evaded"}
+    assert ev["fired"][0] > 0 and ev["fired"][1] > 0  # both shoot
+    assert ev["hits"][0] == pytest.approx(ev["was_hit"][1])
+    assert ev["hits"][1] == pytest.approx(ev["was_hit"][0])
+    assert ev["missed"][0] == pytest.approx(ev["evaded"][1])
+    assert ev["kills"][0] == pytest.approx(ev["died"][1] - ev["left_arena"][1])
+    # the heuristic wins most games, nearly all by shooting the random pilot down
+    assert ev["kills"][0] > 0.5 and result.as_dict()["events_per_match"]["kills"]["a"] == ev["kills"][0]
+    rounds = play("scripted:counter", "scripted:random", games=8, num_envs=8).events
+    assert rounds["round_won"][0] == pytest.approx(rounds["round_lost"][1])
+
+
 def test_every_game_is_played_from_both_sides_and_scored_from_a():
     # counter beats constant (rock) every round from either side: A's wins prove both mappings right.
     strong = play("scripted:counter", "scripted:constant", games=20, num_envs=10)

@@ -14,7 +14,8 @@ def _elo(x: float) -> str:
 
 
 def format_match(result: MatchResult) -> str:
-    """W/D/L, score with its 95% Wilson interval, Elo difference, SPRT and speed, one per line."""
+    """W/D/L, score with its 95% Wilson interval, Elo difference, SPRT, the game's events per match
+    (each side's fighters summed) and speed, one per line."""
     st = result.settings
     n0, n1 = st.team_sizes
     s, s_lo, s_hi = result.score()
@@ -39,6 +40,11 @@ def format_match(result: MatchResult) -> str:
                      f"(elo0 {t.elo0:g}, elo1 {t.elo1:g}, alpha {t.alpha:g}, beta {t.beta:g})")
     elif st.games != st.even_games:
         lines.append(f"  note      {st.games} games asked, {st.even_games} played: games come in pairs")
+    shown = {name: ab for name, ab in result.events.items() if any(ab)}
+    if shown:
+        for label, k in ((result.a, 0), (result.b, 1)):
+            counts = ", ".join(f"{name} {ab[k]:.2f}" for name, ab in shown.items())
+            lines.append(f"  {'per match' if k == 0 else '':9} {label}: {counts}")
     lines.append(f"  speed     {result.games_per_second:.1f} games/s ({result.elapsed_s:.2f} s, "
                  f"{result.steps} steps)")
     return "\n".join(lines)

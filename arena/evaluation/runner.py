@@ -123,6 +123,9 @@ class MatchResult:
     sprt_verdict: Literal["H0", "H1"] | None = None
     sprt_llr: float | None = None
     stopped_early: bool = False
+    # The game's events per match, summed over each side's fighters: name -> (A's, B's). Over every
+    # match played within the quotas (with an SPRT, also those after the stop).
+    events: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def games(self) -> int:
@@ -151,6 +154,7 @@ class MatchResult:
             "elo_ci95": [_finite(e_lo), _finite(e_hi)], "elapsed_s": self.elapsed_s,
             "games_per_second": self.games_per_second, "envs": self.settings.envs,
             "seed": self.settings.seed, "stopped_early": self.stopped_early,
+            "events_per_match": {name: {"a": a, "b": b} for name, (a, b) in self.events.items()},
         }
         if self.settings.sprt is not None:
             t = self.settings.sprt
@@ -185,6 +189,7 @@ def play_match(
                 raise ValueError(f"player {player.name!r} was resolved for {player.spaces.describe()}, "
                                  f"not for this {env.game} env (obs_dim {env.obs_dim})")
         layout = paired_layout(env, settings.seed)
+        event_names = tuple(env.event_names)
         sides = [
             Side(a.make_agent(len(layout.a_rows), layout.a_seed, settings.deterministic), layout.a_rows,
                   layout.env_of_row[layout.a_rows]),
@@ -193,6 +198,7 @@ def play_match(
         ]
         actions = np.zeros((env.num_agents, len(env.action_space.nvec)), dtype=np.int32)
         tally = PairTally(pair_quota, layout.a_team_of_env)
+        event_sums = np.zeros((2, len(env.event_names)))  # A, B
         test = settings.sprt
         verdict: Literal["H0", "H1"] | None = None
         steps = 0
@@ -204,6 +210,9 @@ def play_match(
                 side.act(obs, actions, active)
             obs, _, _, _, infos = env.step(actions)
             steps += 1
+            events = env._core.events
+            for k, side in enumerate(sides):
+                event_sums[k] += events[side.rows[active[side.env_of_row]]].sum(axis=0)
             done = infos["done"].astype(bool)
             for side in sides:
                 side.episode_start = done[side.env_of_row]
@@ -223,10 +232,13 @@ def play_match(
     llr = None if test is None else sprt_llr(*_with_prior(tally.wdl), test.elo0, test.elo1)
     wins, draws, losses = tally.wdl
     stopped_early = verdict is not None and tally.games < settings.even_games
+    played = max(1, int(tally.played.sum()))
+    per_match = {name: (float(event_sums[0, j]) / played, float(event_sums[1, j]) / played)
+                 for j, name in enumerate(event_names)}
     logger.info("%s vs %s: W/D/L %d/%d/%d in %.2f s (%d steps)%s", a.name, b.name, wins, draws, losses,
                 elapsed, steps, f", SPRT {verdict}" if verdict else "")
     return MatchResult(a.name, b.name, settings, wins, draws, losses, elapsed, steps, tuple(tally.matches),
-                       verdict, llr, stopped_early)
+                       verdict, llr, stopped_early, per_match)
 
 
 class Side:
