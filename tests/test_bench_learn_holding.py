@@ -46,3 +46,23 @@ def test_health_warnings_count_only_in_the_second_half_of_the_updates(tmp_path):
     late = [{"health/entropy_collapse": 0.0}] * 3 + [{"health/high_approx_kl": 1.0}] * 2 + [{}]
     h = holding(gauntlet(170, 171), "scripted:heuristic", metrics(tmp_path / "b.jsonl", late))
     assert h.health == {"high_approx_kl": 2} and not h.holds
+
+
+def test_the_final_evaluation_plays_the_game_the_run_trained_on(tmp_path):
+    """A 2v2 run's newest snapshot is evaluated in 2v2, with the run's own game parameters."""
+    from omegaconf import OmegaConf
+
+    from arena.agents.players import resolve_player
+    from arena.bench.learn_scratch import _run_game
+    from arena.config import compose_run_config
+    from arena.evaluation.runner import MatchSettings, play_match
+
+    OmegaConf.save(compose_run_config(["env=midrange_2v2", "env.time_limit_s=30"]), tmp_path / "config.yaml",
+                   resolve=True)  # what arena.train writes
+    game, team_sizes, overrides = _run_game(tmp_path)
+    assert (game, team_sizes, overrides["time_limit_s"]) == ("midrange", (2, 2), 30.0)
+    players = [resolve_player(p, game, team_sizes, overrides=overrides)
+               for p in ("scripted:heuristic", "scripted:random")]
+    settings = MatchSettings(game=game, team_sizes=team_sizes, overrides=overrides, games=2, num_threads=1)
+    result = play_match(*players, settings)
+    assert result.games == 2 and result.events["fired"][0] > 0

@@ -169,13 +169,32 @@ def main(args: argparse.Namespace) -> int:
         with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
             newest = [p for p in store.players() if p.kind == "snapshot" and p.parent == "learner"][-1]
         path = snapshot_file(run_dir, newest)
-        result = play_match(resolve_player(str(path), "midrange"), resolve_player(args.reference, "midrange"),
-                            MatchSettings(games=args.final_games, seed=args.seed + 1000, num_envs=256))
+        game, team_sizes, overrides = _run_game(run_dir)  # the run's env: 2v2, changed parameters
+        players = [resolve_player(spec, game, team_sizes, overrides=overrides)
+                   for spec in (str(path), args.reference)]
+        settings = MatchSettings(game=game, team_sizes=team_sizes, overrides=overrides,
+                                 games=args.final_games, seed=args.seed + 1000, num_envs=256)
+        result = play_match(*players, settings)
         score, lo, hi = result.score()
         print(f"newest snapshot {newest.player_id} (step {newest.step:,}) vs {args.reference}: "
               f"{result.wins}/{result.draws}/{result.losses}, score {score:.3f} [{lo:.3f}, {hi:.3f}] "
               f"over {result.games} games")
+        print("per match (each side's fighters summed): " + ", ".join(
+            f"{name} {a:.2f} vs {b:.2f}" for name, (a, b) in result.events.items() if a or b))
     return 0
+
+
+def _run_game(run_dir: Path) -> tuple[str, tuple[int, int], dict]:
+    """The game, team sizes and parameter overrides a run trained on (from its config.yaml)."""
+    from omegaconf import OmegaConf
+
+    from arena.train import ENV_META_KEYS
+
+    env = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml").env, resolve=True)
+    assert isinstance(env, dict)
+    sizes = env["team_sizes"]
+    overrides = {k: v for k, v in env.items() if k not in ENV_META_KEYS}
+    return str(env["name"]), (int(sizes[0]), int(sizes[1])), overrides
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
