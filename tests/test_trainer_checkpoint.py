@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import torch
 from arena.agents.policy import load_policy
 from arena.rewards import CompositeReward, Reward, StepBatch
 from arena.rewards.compose import WeightSchedule
-from arena.trainer.checkpoint import CheckpointError, load_checkpoint
+from arena.trainer.checkpoint import CheckpointError, load_checkpoint, save_policy_snapshot
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.opponents import FixedMix
 from arena.trainer.ppo import PPOTrainer
@@ -81,6 +82,40 @@ def test_checkpoints_by_wall_time_leave_the_run_as_it_would_be_without_them(tmp_
     assert resumed.global_step == timed.global_step and resumed.checkpoints_written == 3
     for t in (plain, timed, resumed):
         t.close()
+
+
+def test_a_resume_from_a_checkpoint_by_wall_time_continues_the_matches_in_flight_exactly(tmp_path) -> None:
+    """No restart at a time-based checkpoint: the file carries every env's state, every row's LSTM
+    state and the scripted opponents' generators, and the resumed run continues those matches."""
+    timed = make(tmp_path, checkpoint_minutes=1e-9)
+    run(timed, 2)
+    saved = shutil.copy(timed.checkpoint_path(), tmp_path / "after-2.pt")
+    assert "inflight" in load_checkpoint(saved)
+    continued = run(timed, 3)
+    mix = FixedMix({"mirror": 1.0, "scripted:random": 1.0}, redraw=True, seed=99)
+    resumed = PPOTrainer.resume(saved, matchmaker=mix)
+    assert run(resumed, 3) == continued
+    timed.close()
+    resumed.close()
+
+
+def test_midrange_with_frozen_and_scripted_opponents_resumes_in_flight_exactly(tmp_path) -> None:
+    def midrange(mix: FixedMix, **overrides) -> PPOTrainer:
+        policy = PolicyConfig(hidden_size=16, lstm_size=16)
+        return PPOTrainer(config(tmp_path, num_envs=8, **overrides), policy, game="midrange", matchmaker=mix)
+
+    frozen = midrange(FixedMix("mirror"), seed=5)
+    snapshot = save_policy_snapshot(frozen.policy, tmp_path / "frozen.pt")
+    frozen.close()
+    mix = {"mirror": 1.0, "scripted:random": 1.0, "scripted:heuristic": 1.0, str(snapshot): 1.0}
+    timed = midrange(FixedMix(mix, redraw=True, seed=2), checkpoint_minutes=1e-9)
+    run(timed, 2)
+    saved = shutil.copy(timed.checkpoint_path(), tmp_path / "after-2.pt")
+    continued = run(timed, 2)
+    resumed = PPOTrainer.resume(saved, matchmaker=FixedMix(mix, redraw=True, seed=99))
+    assert run(resumed, 2) == continued
+    timed.close()
+    resumed.close()
 
 
 def test_a_checkpoint_holds_weights_optimiser_rngs_counters_and_config(tmp_path) -> None:

@@ -126,6 +126,32 @@ class VectorEnv:
             self.reset()
         self._core.step(a, int(begin), int(end))
 
+    def env_state(self) -> bytes:
+        """The whole state of every env (the world, its counters and each env's spawn generator) as
+        opaque bytes of this build of the core: ``set_env_state`` of an env with the same game,
+        parameters and number of envs continues every match exactly. What trainer checkpoints hold."""
+        self._check_open()
+        return bytes(self._core.state_bytes())
+
+    def set_env_state(self, data: bytes) -> np.ndarray:
+        """Restores ``env_state()``; returns the new obs. A blob of another size is refused; on games
+        with checked world states the restored world passes the same checks as ``set_world_state``
+        (else the previous state is put back and the ``ValueError`` raised)."""
+        self._check_open()
+        if not isinstance(data, bytes | bytearray):
+            raise ValueError(f"env state must be bytes (from env_state()), not {type(data).__name__}")
+        before = self._core.state_bytes()
+        self._core.set_state_bytes(bytes(data))
+        if hasattr(self._core, "set_world_state"):
+            try:
+                self._core.set_world_state(self._core.world_state())  # the field checks
+            except ValueError:
+                self._core.set_state_bytes(before)
+                raise
+            self._core.set_state_bytes(bytes(data))  # exactly the bytes given (the round trip is exact too)
+        self._was_reset = True
+        return self._core.obs
+
     def world_state(self) -> dict[str, np.ndarray]:
         """Raw state of every env (positions, velocities, alive flags, missiles), as copies."""
         self._check_open()

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -177,6 +178,32 @@ py::class_<PyBatch<G>> bind_batch(py::module_& m, const char* name) {
                              "envs stepped per call on SIMD lanes (1: one env at a time)")
       .def("reset", &B::reset, py::arg("seed"))
       .def("reset_envs", &B::reset_envs, py::arg("seeds"))
+      // The whole state of every env (world, counters, spawn generator) as the bytes of this build's
+      // State structs: what a checkpoint needs to continue matches in flight exactly.
+      .def_property_readonly_static("state_size", [](py::object) { return sizeof(typename G::State); })
+      .def("state_bytes",
+           [](B& b) {
+             auto& s = b.batch_.states();
+             py::bytes out(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(typename G::State));
+             b.batch_.release_states();
+             return out;
+           })
+      .def(
+          "set_state_bytes",
+          [](B& b, const py::bytes& data) {
+            const std::string raw = data;
+            const size_t want = static_cast<size_t>(b.batch_.num_envs()) * sizeof(typename G::State);
+            if (raw.size() != want)
+              throw py::value_error("env state of " + std::to_string(raw.size()) + " bytes: this batch needs " +
+                                    std::to_string(want) + " (" + std::to_string(b.batch_.num_envs()) +
+                                    " envs of " + std::to_string(sizeof(typename G::State)) + " bytes)");
+            auto& s = b.batch_.states();
+            std::memcpy(static_cast<void*>(s.data()), raw.data(), raw.size());
+            b.batch_.upload();
+            b.batch_.observe_all(b.buffers());
+            b.batch_.release_states();
+          },
+          py::arg("data"))
       .def("step", &B::step, py::arg("actions"), py::arg("begin"), py::arg("end"))
       .def_property_readonly("num_envs", [](B& b) { return b.batch_.num_envs(); })
       .def_property_readonly("agents_per_env", [](B& b) { return b.batch_.agents(); })

@@ -101,7 +101,8 @@ class Reward:
     A term with state that outlives an episode (running statistics, a count, a schedule of its own)
     returns it from ``state_dict`` (tensors and plain Python values: checkpoints are read with
     ``weights_only=True``) and takes it back in ``load_state_dict``: it then rides in the trainer's
-    checkpoints. Per-row state need not: a checkpoint is a match boundary.
+    checkpoints. A term with per-row state (a running value per fighter) must include it too, for a
+    checkpoint by wall time continues the matches in flight.
     Sign convention of the built-in terms: a positive weight always means "more of the good thing",
     so cost terms (deaths, missiles fired, boundary) return values <= 0.
     """

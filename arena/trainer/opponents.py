@@ -347,6 +347,15 @@ class Opponents:
             self._states[lstm_size] = (zeros, zeros.clone())
         return self._states[lstm_size]
 
+    def row_states(self) -> dict[int, tuple[Tensor, Tensor]]:
+        """Every row's LSTM state, per LSTM size (for checkpoints that continue matches in flight)."""
+        return {size: (h.detach().cpu().clone(), c.detach().cpu().clone())
+                for size, (h, c) in self._states.items()}
+
+    def load_row_states(self, states: Mapping[int, tuple[Tensor, Tensor]]) -> None:
+        self._states = {int(size): (h.to(self.device).clone(), c.to(self.device).clone())
+                        for size, (h, c) in states.items()}
+
     def reset_states(self) -> None:
         # Dropped, not zeroed: they are made inside the rollout's inference mode, and an inference
         # tensor cannot be written outside it (the next act() makes fresh zeros).

@@ -19,8 +19,9 @@ matches seeded from the env seed stream, with zero LSTM states. The env's in-fli
 part of a checkpoint, so this is what lets a resumed run continue exactly like the run that wrote the
 file. The matches cut short count as truncations: the rollout already bootstrapped their last step.
 The exception is a checkpoint by wall time (``checkpoint_minutes``): it lands at whichever update the
-clock says, so it leaves the matches in flight alone and a run is the same on a fast machine and a
-slow one; a resume from it starts fresh matches (the learner's state is exact, the matches are new).
+clock says, so it leaves the matches in flight alone (a run is the same on a fast machine and a slow
+one) and the file carries them: every env's state (``VectorEnv.env_state``), every row's LSTM state
+and running sums, the opponents' LSTM states. A resume from it continues those very matches.
 """
 
 from __future__ import annotations
@@ -207,9 +208,9 @@ class PPOTrainer:
         self.stats.add_time("learn", time.perf_counter() - t0)
         due = self.checkpoint_due()
         if due is not None:
-            # A checkpoint by samples lands at the same update in every run and restarts the matches,
-            # so a resume from it is exact; one by wall time lands wherever the clock says, so it
-            # leaves the matches alone, and the run stays the same whatever the machine's speed.
+            # A checkpoint by samples lands at the same update in every run and restarts the matches;
+            # one by wall time lands wherever the clock says, so it leaves the matches alone (the run
+            # is the same whatever the machine's speed) and carries them in the file instead.
             self.save(restart=due == "samples")
         return dict(out)
 
@@ -329,11 +330,14 @@ class PPOTrainer:
 
     def save(self, path: str | Path | None = None, *, restart: bool = True) -> Path:
         """Writes a checkpoint atomically (default ``checkpoint_dir/trainer.pt``). With ``restart`` the
-        next rollout starts fresh matches, as a resumed run does, so that the two continue alike (see
-        the module docstring); without, the matches in flight go on."""
+        next rollout starts fresh matches, as a resumed run does; without, the matches in flight go
+        on, and the file holds them (every env's state, every row's LSTM state and running sums) so
+        that a resumed run continues them too. Either way the two continue alike."""
         self._last_checkpoint_step = self.global_step
         self._last_checkpoint_time = time.monotonic()
         state = self.state_dict()
+        if not restart and not self._restart_pending:
+            state["inflight"] = self.rollout.inflight_state()
         state["counters"]["checkpoints_written"] = self.checkpoints_written + 1  # this one included
         written = atomic_save(state, path if path is not None else self.checkpoint_path())
         self.checkpoints_written += 1
@@ -368,11 +372,13 @@ class PPOTrainer:
                 self.opponents.load_state_dict(payload["opponents"])
             if "reward_fn" in payload and callable(getattr(self.reward_fn, "load_state_dict", None)):
                 self.reward_fn.load_state_dict(payload["reward_fn"])
+            if "inflight" in payload:
+                self.rollout.load_inflight_state(payload["inflight"])
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             raise CheckpointError(f"checkpoint {source} does not load into this trainer: {exc!r}") from exc
         self._steps_before_batch = self.global_step
         self._log_step = self.global_step
-        self._restart_pending = True
+        self._restart_pending = "inflight" not in payload
 
     @classmethod
     def resume(

@@ -99,6 +99,32 @@ class Rollout:
         if self.reward_fn is not None and callable(getattr(self.reward_fn, "reset", None)):
             self.reward_fn.reset(np.ones(self.env.num_agents, dtype=bool))
 
+    def inflight_state(self) -> dict[str, Any]:
+        """What continues the matches in flight exactly (between two rollouts): every env's state,
+        the LSTM states, episode-start flags and the running episode sums of every row, and the
+        opponents' per-row LSTM states."""
+        self._drain()
+        return {
+            "env": self.env.env_state(),
+            "h": self.h.detach().cpu().clone(), "c": self.c.detach().cpu().clone(),
+            "next_start": torch.from_numpy(self.next_start_np.copy()),
+            "episode_return": torch.from_numpy(self.episode_return.copy()),
+            "episode_events": torch.from_numpy(self.episode_events.copy()),
+            "opponents": self.opponents.row_states(),
+        }
+
+    def load_inflight_state(self, state: dict[str, Any]) -> None:
+        """Restores ``inflight_state()``: the next rollout continues those matches."""
+        self._drain()
+        self.env.set_env_state(state["env"])
+        with torch.no_grad():
+            self.h.copy_(state["h"].to(self.h.device))
+            self.c.copy_(state["c"].to(self.c.device))
+        self.next_start_np[:] = state["next_start"].numpy()
+        self.episode_return[:] = state["episode_return"].numpy()
+        self.episode_events[:] = state["episode_events"].numpy()
+        self.opponents.load_row_states(state["opponents"])
+
     def close(self) -> None:
         self._drain()
         if self._executor is not None:
