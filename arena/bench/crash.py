@@ -1,8 +1,9 @@
 """Kill anywhere: ``python -m arena.bench crash --kills 20``.
 
-Runs a real ``python -m arena.train +league=selfplay`` (rpsw, small batches, a checkpoint every update,
-frequent snapshots and gauntlets, so that a random moment falls in a store commit, a snapshot write,
-a checkpoint write or a gauntlet as often as in a rollout), kills it with SIGKILL at a random moment
+Runs a real ``python -m arena.train +league=selfplay`` (rpsw, small batches, a checkpoint by wall time
+every update, which carries the matches in flight, frequent snapshots and gauntlets, so that a random
+moment falls in a store commit, a snapshot write, a checkpoint write or a gauntlet as often as in a
+rollout), kills it with SIGKILL at a random moment
 after it has made progress, and resumes it with ``trainer.resume=latest``, ``--kills`` times; then lets
 a last resume run to its end. After every kill it checks the invariant of the README's reliability
 section on the files the killed run left:
@@ -35,7 +36,7 @@ from arena.league.store import LEAGUE_DB, META_RATINGS
 
 RUN = ["env=rpsw", "trainer=quick", "+league=selfplay", "dashboard=false", "logger=none",
        "trainer.num_envs=32", "trainer.num_threads=1", "trainer.torch_threads=1",
-       "trainer.checkpoint_interval=1000", "league.snapshot.every_steps=1500",
+       "trainer.checkpoint_minutes=0.0001", "league.snapshot.every_steps=1500",
        "league.gauntlet.every_steps=0", "league.gauntlet.games=8"]
 PROGRESS_TIMEOUT_S = 120.0
 
