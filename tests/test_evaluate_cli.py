@@ -9,12 +9,7 @@ from arena.agents.policy import Policy
 from arena.evaluate import main
 from arena.league.league import League
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)  # main() sets its --torch-threads for the process
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def save_policy(path, obs_dim=11, nvec=(4,), seed=0):

@@ -10,13 +10,7 @@ from arena.agents.policy import Policy
 from arena.evaluation.matchups import play_matchups
 from arena.evaluation.runner import MatchSettings, play_match
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def players(tmp_path, game="rpsw", obs_dim=11, nvec=(4,), bots=("scripted:counter", "scripted:cycle")):

@@ -11,12 +11,7 @@ from arena.agents.policy_agent import PolicyAgent
 RPSW_OBS, RPSW_NVEC = 11, [4]
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny batches: more threads only contend on a shared machine
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def save_policy(path, obs_dim=RPSW_OBS, nvec=RPSW_NVEC, seed=0):

@@ -15,13 +15,7 @@ from arena.league.league import League
 from arena.league.players import Player, snapshot_id
 from arena.league.snapshots import write_snapshot
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def policy_payload(seed):

@@ -22,7 +22,7 @@ import numpy as np
 import arena
 from arena.agents.players import ResolvedPlayer
 from arena.evaluation.pairing import PairTally, layout_of
-from arena.evaluation.runner import MatchProgress, MatchResult, MatchSettings, Side
+from arena.evaluation.runner import MatchProgress, MatchResult, MatchSettings, Side, step_sides
 
 DEFAULT_MAX_ENVS = 4096
 
@@ -94,15 +94,8 @@ def _play_group(players: Mapping[str, ResolvedPlayer], group: list[tuple[str, st
         start = time.perf_counter()
         obs, _ = env.reset_envs(np.tile(layout.env_seeds, len(group)))
         while not all(t.all_counted for t in tallies):
-            active = played < quota
-            for side in sides:
-                side.act(obs, actions, active)
-            obs, _, _, _, infos = env.step(actions)
+            obs, infos, finished = step_sides(env, sides, obs, actions, played < quota)
             steps += 1
-            done = infos["done"].astype(bool)
-            for side in sides:
-                side.episode_start = done[side.env_of_row]
-            finished = np.flatnonzero(done & active)
             if finished.size == 0:
                 continue
             played[finished] += 1

@@ -206,17 +206,11 @@ def play_match(
         obs, _ = env.reset_envs(layout.env_seeds)
         while verdict is None and not tally.all_counted:
             active = tally.played < quota
-            for side in sides:
-                side.act(obs, actions, active)
-            obs, _, _, _, infos = env.step(actions)
+            obs, infos, finished = step_sides(env, sides, obs, actions, active)
             steps += 1
             events = env._core.events
             for k, side in enumerate(sides):
                 event_sums[k] += events[side.rows[active[side.env_of_row]]].sum(axis=0)
-            done = infos["done"].astype(bool)
-            for side in sides:
-                side.episode_start = done[side.env_of_row]
-            finished = np.flatnonzero(done & active)
             if finished.size == 0:
                 continue
             tally.finish(finished, infos["outcome"][finished], infos["episode_length"][finished])
@@ -239,6 +233,20 @@ def play_match(
                 elapsed, steps, f", SPRT {verdict}" if verdict else "")
     return MatchResult(a.name, b.name, settings, wins, draws, losses, elapsed, steps, tuple(tally.matches),
                        verdict, llr, stopped_early, per_match)
+
+
+def step_sides(env: Any, sides: list[Side], obs: np.ndarray, actions: np.ndarray,
+               active: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """One step: every side acts on the envs still playing (``active``), the env steps, the sides
+    learn which rows start a new episode. Returns the new obs, the infos and the active envs whose
+    match just ended."""
+    for side in sides:
+        side.act(obs, actions, active)
+    obs, _, _, _, infos = env.step(actions)
+    done = infos["done"].astype(bool)
+    for side in sides:
+        side.episode_start = done[side.env_of_row]
+    return obs, infos, np.flatnonzero(done & active)
 
 
 class Side:
