@@ -129,7 +129,8 @@ class VectorEnv:
     def env_state(self) -> bytes:
         """The whole state of every env (the world, its counters and each env's spawn generator) as
         opaque bytes of this build of the core: ``set_env_state`` of an env with the same game,
-        parameters and number of envs continues every match exactly. What trainer checkpoints hold."""
+        parameters and number of envs continues every match exactly. What trainer checkpoints hold.
+        (Compare states with ``world_state()``: the bytes include struct padding, which may differ.)"""
         self._check_open()
         return bytes(self._core.state_bytes())
 
