@@ -22,7 +22,7 @@ import numpy as np
 import arena
 from arena.agents.players import ResolvedPlayer
 from arena.evaluation.pairing import PairTally, layout_of
-from arena.evaluation.runner import MatchProgress, MatchResult, MatchSettings, Side, step_sides
+from arena.evaluation.runner import MatchProgress, MatchResult, MatchSettings, Side, check_fits, step_sides
 
 DEFAULT_MAX_ENVS = 4096
 
@@ -60,18 +60,13 @@ def play_matchups(
 def _play_group(players: Mapping[str, ResolvedPlayer], group: list[tuple[str, str]], settings: MatchSettings,
                 on_progress: MatchupProgress | None) -> list[MatchResult]:
     block = settings.envs
-    pairs = block // 2
-    pair_quota = np.full(pairs, settings.even_games // 2 // pairs, dtype=np.int64)
-    pair_quota[: (settings.even_games // 2) % pairs] += 1
+    pair_quota = settings.pair_quota()
     quota = np.tile(np.repeat(pair_quota, 2), len(group))
     env = arena.make(settings.game, num_envs=block * len(group), num_threads=settings.num_threads,
                      seed=settings.seed, team_sizes=settings.team_sizes, **dict(settings.overrides))
     try:
         for p in {p for matchup in group for p in matchup}:
-            player = players[p]
-            if player.spaces.obs_dim != env.obs_dim or player.spaces.game != env.game:
-                raise ValueError(f"player {player.name!r} was resolved for {player.spaces.describe()}, "
-                                 f"not for this {env.game} env (obs_dim {env.obs_dim})")
+            check_fits(players[p], env)
         layout = layout_of(block, env.team_of_row[: env.agents_per_env], settings.seed)
         rows_per_block = block * env.agents_per_env
         env_of_row = np.repeat(np.arange(env.num_envs), env.agents_per_env)

@@ -89,6 +89,13 @@ class MatchSettings:
     def even_games(self) -> int:
         return self.games + self.games % 2
 
+    def pair_quota(self) -> np.ndarray:
+        """Pair-games each env pair plays: ``even_games / 2`` spread over ``envs / 2`` pairs."""
+        pairs = self.envs // 2
+        quota = np.full(pairs, self.even_games // 2 // pairs, dtype=np.int64)
+        quota[: (self.even_games // 2) % pairs] += 1
+        return quota
+
     @property
     def envs(self) -> int:
         wanted = self.num_envs if self.num_envs is not None else DEFAULT_MAX_ENVS
@@ -175,9 +182,7 @@ def play_match(
 ) -> MatchResult:
     """Plays ``settings.games`` games (rounded up to even) of A against B; see the module docstring."""
     num_envs = settings.envs
-    pairs = num_envs // 2
-    pair_quota = np.full(pairs, settings.even_games // 2 // pairs, dtype=np.int64)
-    pair_quota[: (settings.even_games // 2) % pairs] += 1
+    pair_quota = settings.pair_quota()
     quota = np.repeat(pair_quota, 2)
     env = arena.make(
         settings.game, num_envs=num_envs, num_threads=settings.num_threads, seed=settings.seed,
@@ -185,9 +190,7 @@ def play_match(
     )
     try:
         for player in (a, b):
-            if player.spaces.obs_dim != env.obs_dim or player.spaces.game != env.game:
-                raise ValueError(f"player {player.name!r} was resolved for {player.spaces.describe()}, "
-                                 f"not for this {env.game} env (obs_dim {env.obs_dim})")
+            check_fits(player, env)
         layout = paired_layout(env, settings.seed)
         event_names = tuple(env.event_names)
         sides = [
@@ -233,6 +236,13 @@ def play_match(
                 elapsed, steps, f", SPRT {verdict}" if verdict else "")
     return MatchResult(a.name, b.name, settings, wins, draws, losses, elapsed, steps, tuple(tally.matches),
                        verdict, llr, stopped_early, per_match)
+
+
+def check_fits(player: ResolvedPlayer, env: Any) -> None:
+    """Refuses a player resolved for another game or observation size than ``env``'s."""
+    if player.spaces.obs_dim != env.obs_dim or player.spaces.game != env.game:
+        raise ValueError(f"player {player.name!r} was resolved for {player.spaces.describe()}, "
+                         f"not for this {env.game} env (obs_dim {env.obs_dim})")
 
 
 def step_sides(env: Any, sides: list[Side], obs: np.ndarray, actions: np.ndarray,
