@@ -33,7 +33,6 @@ from typing import Any
 logger = logging.getLogger("arena.train")
 
 ENV_META_KEYS = ("name", "team_sizes")
-RESUME_OVERRIDES = ("total_timesteps", "checkpoint_dir", "checkpoint_interval", "checkpoint_minutes")
 
 
 def _plain(node: Any) -> Any:
@@ -105,7 +104,7 @@ def build_trainer(
 ) -> tuple[Any, dict[str, Any]]:
     """A new trainer as configured, or one restored from ``resume_path``; and its components.
     ``matchmaker`` replaces the configured opponent mix (a league's matchmaker)."""
-    from arena.trainer.ppo import PPOTrainer
+    from arena.trainer.ppo import RESUME_OVERRIDES, PPOTrainer
 
     parts = build_components(cfg, run_dir)
     if matchmaker is not None:
@@ -126,9 +125,7 @@ def build_trainer(
         resume_path,
         reward_fn=parts["reward_fn"],
         matchmaker=parts["matchmaker"],
-        config_overrides={  # what a resume may change: how long, and where and how often to checkpoint
-            key: getattr(parts["trainer_config"], key) for key in RESUME_OVERRIDES
-        },
+        config_overrides={key: getattr(parts["trainer_config"], key) for key in RESUME_OVERRIDES},
     )
     return trainer, parts
 

@@ -85,7 +85,6 @@ class LeagueRun:
             if player.sha256 is not None:
                 verify_snapshot(snapshot_file(self.run_dir, player), player.sha256)
         self.rolled_back = self._roll_back(learner_checkpoints)
-        self._trainers: dict[str, Any] = {}  # learning player id -> its PPOTrainer
         self.live: dict[str, Policy] = {}  # learning players' current weights, by player id
         self._main_matchmaker: LeagueMatchmaker | None = None
         self.main: LeagueLearner | None = None
@@ -101,14 +100,13 @@ class LeagueRun:
         """Before anything reads the league: every learner about to resume (the main learner, and each
         exploiter's current generation) forgets the matches played by a state no checkpoint holds."""
         from arena.trainer.checkpoint import checkpoints_written
-        from arena.trainer.ppo import CHECKPOINT_NAME
 
         targets = {self.learner_id: int(learner_checkpoints)}
         for kind in ("main_exploiter", "league_exploiter"):
             generation = current_generation(self.league.pool, kind)
             if getattr(self.config, kind) is not None and generation is not None:
                 player_id = exploiter_id(kind, generation)
-                path = self.run_dir / "checkpoints" / player_id / CHECKPOINT_NAME
+                path = self._exploiter_checkpoint(player_id)
                 targets[player_id] = checkpoints_written(path) if path.is_file() else 0
         removed = {}
         for player_id, count in targets.items():
@@ -140,8 +138,14 @@ class LeagueRun:
                                 checkpoints_of=self._checkpoints_of)
 
     def _checkpoints_of(self, player_id: str) -> int | None:
-        trainer = self._trainers.get(player_id)
-        return None if trainer is None else int(trainer.checkpoints_written)
+        """A learning player's count of checkpoints written; None for every other player."""
+        learner = next((x for x in self.learners if x.player_id == player_id), None)
+        return None if learner is None else int(learner.trainer.checkpoints_written)
+
+    def _exploiter_checkpoint(self, player_id: str) -> Path:
+        from arena.trainer.ppo import CHECKPOINT_NAME
+
+        return self.run_dir / "checkpoints" / player_id / CHECKPOINT_NAME
 
     def attach(self, trainer: Any, make_reward: Callable[[], Any] | None = None) -> None:
         """Links the main learner's trainer (built with ``matchmaker()``) and starts the exploiters;
@@ -150,7 +154,6 @@ class LeagueRun:
         if trainer.opponents.matchmaker is not matchmaker:
             raise ValueError("attach() a trainer that was built with this LeagueRun's matchmaker()")
         _link(trainer, matchmaker)
-        self._trainers[self.learner_id] = trainer
         snap = self.config.snapshot
         self.main = LeagueLearner(self.learner_id, "learner", trainer, matchmaker,
                                   SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
@@ -171,7 +174,7 @@ class LeagueRun:
 
     def _exploiter(self, kind: str, generation: int) -> LeagueLearner:
         """Generation ``generation`` of an exploiter: resumed from its checkpoint when it has one."""
-        from arena.trainer.ppo import CHECKPOINT_NAME, PPOTrainer
+        from arena.trainer.ppo import RESUME_OVERRIDES, PPOTrainer
 
         assert self.main is not None
         player_id = exploiter_id(kind, generation)
@@ -189,18 +192,16 @@ class LeagueRun:
             reset_prob = cfg.reset_prob
         matchmaker = self._matchmaker_for(player_id, chooser)
         main = self.main.trainer
-        checkpoint_dir = self.run_dir / "checkpoints" / player_id
-        checkpoint = checkpoint_dir / CHECKPOINT_NAME
+        checkpoint = self._exploiter_checkpoint(player_id)
+        checkpoint_dir = checkpoint.parent
         seed = int(main.config.seed) + _SEED_OFFSET[kind] + generation
         num_envs = cfg.num_envs or max(2, main.config.num_envs // 4)
         if checkpoint.is_file():
             logger.info("resuming %s from %s", player_id, checkpoint)
             trainer = PPOTrainer.resume(
                 checkpoint, reward_fn=self._make_reward(), matchmaker=matchmaker,
-                config_overrides={"total_timesteps": main.config.total_timesteps,
-                                  "checkpoint_dir": str(checkpoint_dir),
-                                  "checkpoint_interval": main.config.checkpoint_interval,
-                                  "checkpoint_minutes": main.config.checkpoint_minutes})
+                config_overrides={**{key: getattr(main.config, key) for key in RESUME_OVERRIDES},
+                                  "checkpoint_dir": str(checkpoint_dir)})
         else:
             config = dataclasses.replace(main.config, num_envs=num_envs, seed=seed,
                                          checkpoint_dir=str(checkpoint_dir))
@@ -209,7 +210,6 @@ class LeagueRun:
                                  team_sizes=tuple(env["team_sizes"]), env_overrides=env["overrides"],
                                  reward_fn=self._make_reward(), matchmaker=matchmaker)
         _link(trainer, matchmaker)
-        self._trainers[player_id] = trainer
         self.live[player_id] = trainer.policy
         snap = cfg.snapshot
         return LeagueLearner(player_id, kind, trainer, matchmaker,
@@ -275,7 +275,6 @@ class LeagueRun:
         logger.info("%s restarts from fresh weights at step %d", old.player_id, old.trainer.global_step)
         old.trainer.close()
         del self.live[old.player_id]
-        del self._trainers[old.player_id]
         return self._exploiter(old.kind, old.generation + 1)
 
     def _refresh_matchmaking(self) -> None:

@@ -55,6 +55,9 @@ from arena.trainer.stats import RolloutStats
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "trainer.pt"
+# What a resume may change in the checkpoint's config: how long to train, and where and how often to
+# checkpoint (``PPOTrainer.resume``'s ``config_overrides``).
+RESUME_OVERRIDES = ("total_timesteps", "checkpoint_dir", "checkpoint_interval", "checkpoint_minutes")
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "loss")
 
 
