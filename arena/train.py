@@ -47,9 +47,12 @@ def resolve_run_dir(cfg: Any) -> Path:
     return Path("runs") / f"{cfg.env.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def resolve_resume(resume: str | None, run_dir: Path, explicit_run_dir: bool) -> Path | None:
+def resolve_resume(resume: str | None, run_dir: Path, explicit_run_dir: bool,
+                   league: bool = False) -> Path | None:
     """``trainer.resume``: a checkpoint path, or ``latest`` (this run_dir's checkpoint, or the newest
-    checkpoint under runs/ when no run_dir is given)."""
+    checkpoint under runs/ when no run_dir is given). With ``league``, ``latest`` on a run_dir that
+    holds a league but no checkpoint yet (stopped before its first) gives None: a fresh learner
+    continues that league."""
     if not resume:
         return None
     if resume != "latest":
@@ -62,6 +65,13 @@ def resolve_resume(resume: str | None, run_dir: Path, explicit_run_dir: bool) ->
     if explicit_run_dir:
         path = run_dir / "checkpoints" / "trainer.pt"
         if not path.is_file():
+            from arena.league.store import LEAGUE_DB
+
+            if league and (run_dir / LEAGUE_DB).is_file():
+                logger.warning("trainer.resume=latest: %s holds a league but no checkpoint yet (the run "
+                               "stopped before its first one): the learner starts afresh and the league "
+                               "keeps its snapshots", run_dir)
+                return None
             raise FileNotFoundError(f"trainer.resume=latest: {run_dir} has no checkpoint ({path} is missing)")
         return path
     found = sorted(Path("runs").glob("*/checkpoints/trainer.pt"), key=lambda p: p.stat().st_mtime)
@@ -138,13 +148,6 @@ def build_reward_fn(cfg: Any) -> Any:
                         discount=(float(trainer.gamma), bool(trainer.bootstrap_truncation)))
 
 
-def _league_killed_before_first_checkpoint(cfg: Any, run_dir: Path) -> bool:
-    from arena.league.store import LEAGUE_DB
-
-    return (cfg.trainer.resume == "latest" and bool(cfg.run_dir) and cfg.league is not None
-            and (run_dir / LEAGUE_DB).is_file() and not (run_dir / "checkpoints" / "trainer.pt").is_file())
-
-
 def open_league(cfg: Any, run_dir: Path, resuming: bool = False, learner_checkpoints: int = 0) -> Any:
     """The league of the run (``+league=NAME``), opened from RUN_DIR/league.sqlite; None without one.
     ``learner_checkpoints``: see ``LeagueRun``."""
@@ -170,13 +173,8 @@ def run(cfg: Any) -> Path:
     from arena.trainer.run_lock import RunLock
 
     run_dir = resolve_run_dir(cfg)
-    if _league_killed_before_first_checkpoint(cfg, run_dir):
-        logger.warning("trainer.resume=latest: %s holds a league but no checkpoint yet (the run stopped "
-                       "before its first one): the learner starts afresh and the league keeps its snapshots",
-                       run_dir)
-        resume_path = None
-    else:
-        resume_path = resolve_resume(cfg.trainer.resume, run_dir, explicit_run_dir=bool(cfg.run_dir))
+    resume_path = resolve_resume(cfg.trainer.resume, run_dir, explicit_run_dir=bool(cfg.run_dir),
+                                 league=cfg.league is not None)
     if resume_path is not None and not cfg.run_dir:
         run_dir = resume_path.parent.parent
     run_dir.mkdir(parents=True, exist_ok=True)
