@@ -144,12 +144,11 @@ class VectorEnv:
         before = self._core.state_bytes()
         self._core.set_state_bytes(bytes(data))
         if hasattr(self._core, "set_world_state"):
-            try:
-                self._core.set_world_state(self._core.world_state())  # the field checks
+            try:  # the field checks; the round trip leaves every field (and the generators) as given
+                self._core.set_world_state(self._core.world_state())
             except ValueError:
                 self._core.set_state_bytes(before)
                 raise
-            self._core.set_state_bytes(bytes(data))  # exactly the bytes given (the round trip is exact too)
         self._was_reset = True
         return self._core.obs
 
