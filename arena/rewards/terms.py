@@ -11,6 +11,9 @@ means "more of the good thing", so costs (death, missile_fired, boundary) return
 - ``Survival``: +1 per decision the fighter is alive after the step (midrange).
 - ``MissileClosing``: potential-based shaping on the closing speed of my missiles minus that of
   the missiles locked on me (zero-sum in 1v1). (midrange)
+- ``MissileReach``: potential-based shaping on how far inside its reach (the range it can still
+  close on a target that flees straight away) each of my missiles is, minus the same for the
+  missiles locked on me (zero-sum in 1v1). (midrange)
 - ``Pointing`` and ``Closing``: potential-based shaping (Ng, Harada & Russell 1999) on the nearest
   alive enemy: ``F = gamma * phi(s') - phi(s)``. Because F is a difference of potentials, it adds the
   same constant, ``-phi(s_0)``, to the return of every policy from a start state and leaves the
@@ -27,7 +30,9 @@ import math
 
 import numpy as np
 
-from arena.envs.midrange_obs import MISSILE, RANGE_SCALE_M, SPEED_SCALE_MS
+from arena.envs.midrange_obs import FIGHTER, MISSILE, RANGE_SCALE_M, SELF, SPEED_SCALE_MS
+from arena.envs.missile_reach import MissileModel
+from arena.envs.params import MIDRANGE_PARAMS
 from arena.rewards.base import (
     ENEMY_ALIVE,
     ENEMY_ASPECT_COS,
@@ -41,7 +46,13 @@ from arena.rewards.base import (
 )
 
 MISSILE_PRESENT = MISSILE.index("present")
+MISSILE_RANGE = MISSILE.index("range")
+MISSILE_SPEED = MISSILE.index("speed")
 MISSILE_CLOSING = MISSILE.index("closing")
+MISSILE_TOF = MISSILE.index("tof")
+ENEMY_PRESENT = FIGHTER.index("present")
+ENEMY_SPEED = FIGHTER.index("speed")
+SELF_SPEED = SELF.index("speed")
 
 
 class Outcome(Reward):
@@ -264,6 +275,54 @@ class MissileClosing(PotentialShaping):
         return np.where(alive, total, 0.0).astype(np.float32)
 
 
+class MissileReach(PotentialShaping):
+    """Potential = how far inside its reach each of my missiles is, minus the same for the missiles
+    locked on me (midrange).
+
+    A missile's reach is the range it can still close on its target if the target turned tail now
+    and fled straight away at its current speed (``arena/envs/missile_reach.py``: the missile's
+    speed and time of flight give it). Each missile counts ``clip((reach - range) / scale_m, -1,
+    1)``: positive inside the no-escape zone, negative for a shot that a dragging target outruns.
+    So the shaping pays at the launch for where a missile was fired from (range, and the speed
+    lost turning onto a target far off the nose), and while it flies for what keeps a threat out
+    of reach (running, making it turn and bleed speed). Each missile's part leaves the potential
+    when it hits or dies, so the term changes no optimal policy. The target of one of my missiles
+    is taken to be the fastest alive enemy (in 1v1, the enemy), so in 1v1 one side's potential is
+    the other's negative: the term is zero-sum. Missiles beyond the ``tracked_missiles`` nearest
+    of each list are not seen and do not count."""
+
+    def __init__(
+        self, gamma: float | None = None, bootstrap_truncation: bool | None = None, scale_m: float = 10000.0
+    ) -> None:
+        super().__init__(gamma, bootstrap_truncation)
+        if not isinstance(scale_m, int | float) or not math.isfinite(scale_m) or scale_m <= 0:
+            raise RewardError(f"scale_m must be a positive number of metres, got {scale_m!r}")
+        self.scale_m = float(scale_m)
+
+    def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
+        layout = self.midrange_layout(batch)
+        own = layout.self_features(obs)
+        alive = own[:, SELF_ALIVE] > 0.5
+        if layout.tracked_missiles == 0:
+            return np.zeros(len(obs), np.float32)
+        params = batch.params or {}
+        model = MissileModel.from_params(params)
+        fighter_vt = float(params.get("fighter_vt", MIDRANGE_PARAMS["fighter_vt"].default))
+        enemies = layout.enemies(obs)
+        enemy_alive = (enemies[:, :, ENEMY_PRESENT] > 0.5) & (enemies[:, :, ENEMY_ALIVE] > 0.5)
+        enemy_speed = np.where(enemy_alive, enemies[:, :, ENEMY_SPEED], 0.0).max(axis=1) * fighter_vt
+        my_speed = own[:, SELF_SPEED] * fighter_vt
+        total = np.zeros(len(obs), np.float64)
+        lists = ((layout.own_missiles(obs), 1.0, enemy_speed), (layout.threats(obs), -1.0, my_speed))
+        for block, sign, flee in lists:
+            present = block[:, :, MISSILE_PRESENT] > 0.5
+            reach = model.reach(block[:, :, MISSILE_SPEED] * SPEED_SCALE_MS,
+                                block[:, :, MISSILE_TOF] * model.max_time_s, flee[:, None])
+            margin = np.clip((reach - block[:, :, MISSILE_RANGE] * RANGE_SCALE_M) / self.scale_m, -1.0, 1.0)
+            total += sign * np.where(present, margin, 0.0).sum(axis=1)
+        return np.where(alive, total, 0.0).astype(np.float32)
+
+
 class Boundary(Reward):
     """Penalty near the arena edge: ``-max(0, 1 - distance_to_edge / margin_m)`` for alive fighters,
     after the step (0 far inside, -1 at the edge)."""
@@ -293,6 +352,7 @@ BUILTIN_TERMS: dict[str, type[Reward]] = {
     "missile_missed": MissileMissed,
     "missile_evaded": MissileEvaded,
     "missile_closing": MissileClosing,
+    "missile_reach": MissileReach,
     "stalemate": Stalemate,
     "survival": Survival,
     "pointing": Pointing,

@@ -1,0 +1,106 @@
+"""How far a midrange missile in flight can still gain on a target that runs straight away from it.
+
+The missile of DESIGN.md's model flies on ``dv/dt = thrust(t) - Cd0 v^2`` along its line of sight
+(induced drag from turning is left out), with thrust ``missile_thrust_g * g`` for the first
+``missile_burn_s`` of its flight and none after, ``Cd0 = g / missile_vt^2``. It dies when, burnt
+out, it is slower than ``missile_min_speed``, or at ``missile_max_time_s``. A target that flees
+straight away at speed ``u`` opens the range at ``u``; the missile gains ``v(t) - u`` per second,
+so its greatest gain ("reach") is reached where, burnt out, it has slowed to ``u``, or where it
+dies. A launch whose reach exceeds the range is inside the no-escape zone: dragging alone cannot
+defeat it.
+
+Both phases have closed forms (``V = sqrt(a / Cd0)``, ``k = sqrt(a Cd0)``):
+- boost below ``V``: ``v = V tanh(k t + atanh(v0 / V))``, distance
+  ``ln(cosh(k t + p) / cosh(p)) / Cd0``; above ``V`` (a missile launched faster than the boost's
+  own terminal speed): ``v = V coth(k t + acoth(v0 / V))``, distance ``ln(sinh(k t + p) / sinh(p)) / Cd0``;
+- coast: ``v = v1 / (1 + Cd0 v1 t)``, distance ``ln(1 + Cd0 v1 t) / Cd0``, and the time to slow
+  to ``s`` is ``(1 / s - 1 / v1) / Cd0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from arena.envs.params import MIDRANGE_PARAMS
+
+
+@dataclass(frozen=True)
+class MissileModel:
+    """The missile numbers the reach depends on (the game's defaults unless given)."""
+
+    g: float = MIDRANGE_PARAMS["g"].default
+    vt: float = MIDRANGE_PARAMS["missile_vt"].default
+    thrust_g: float = MIDRANGE_PARAMS["missile_thrust_g"].default
+    burn_s: float = MIDRANGE_PARAMS["missile_burn_s"].default
+    min_speed: float = MIDRANGE_PARAMS["missile_min_speed"].default
+    max_time_s: float = MIDRANGE_PARAMS["missile_max_time_s"].default
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> MissileModel:
+        """The model of a game's parameter dict (missing names keep their defaults)."""
+        keys = {"g": "g", "vt": "missile_vt", "thrust_g": "missile_thrust_g", "burn_s": "missile_burn_s",
+                "min_speed": "missile_min_speed", "max_time_s": "missile_max_time_s"}
+        return cls(**{field: float(params.get(name, getattr(cls, field))) for field, name in keys.items()})
+
+    @property
+    def cd0(self) -> float:
+        return self.g / self.vt**2
+
+    def reach(self, speed: np.ndarray, time_of_flight: np.ndarray, flee_speed: np.ndarray) -> np.ndarray:
+        """Greatest range (m) a missile with this speed (m/s) and time of flight (s) can still close
+        on a target fleeing straight away at ``flee_speed`` (m/s); 0 if it can close none. Arrays
+        broadcast together; the result is float64."""
+        arrays = (np.asarray(x, np.float64) for x in (speed, time_of_flight, flee_speed))
+        v0, t0, u = np.broadcast_arrays(*arrays)
+        v0 = np.maximum(v0, 1e-6)
+        u = np.maximum(u, 0.0)
+        c = self.cd0
+        end = np.full(v0.shape, self.max_time_s)
+        boost_left = np.clip(np.minimum(self.burn_s, end) - t0, 0.0, None)
+
+        # boost: the speed rises (toward V), so the gain is largest at its start or its end; coast:
+        # the speed falls, so the gain is largest where it reaches u (or the missile dies)
+        a = self.thrust_g * self.g
+        boost_dist, v1 = self._boost(v0, boost_left, a, c)
+        boost_gain = boost_dist - u * boost_left
+
+        # coast phase: from v1 at time t0 + boost_left until it slows to max(u, min_speed) or times out
+        coast_start = t0 + boost_left
+        coast_left = np.clip(end - coast_start, 0.0, None)
+        stop_speed = np.maximum(u, self.min_speed)
+        with np.errstate(divide="ignore"):
+            to_stop = np.where(v1 > stop_speed, (1.0 / stop_speed - 1.0 / v1) / c, 0.0)
+        t_coast = np.minimum(to_stop, coast_left)
+        coast_dist = np.log1p(c * v1 * t_coast) / c
+        coast_gain = coast_dist - u * t_coast
+        # a missile already burnt out and slower than the minimum speed is dead: no reach
+        dead = (boost_left <= 0.0) & (v0 < self.min_speed)
+        best = np.maximum(boost_gain + np.maximum(coast_gain, 0.0), 0.0)
+        return np.where(dead, 0.0, best)
+
+    @staticmethod
+    def _boost(v0: np.ndarray, t: np.ndarray, a: float, c: float) -> tuple[np.ndarray, np.ndarray]:
+        """(distance, final speed) after ``t`` s of boost from ``v0``."""
+        if a <= 0.0:
+            dist = np.log1p(c * v0 * t) / c
+            return dist, v0 / (1.0 + c * v0 * t)
+        big_v, k = np.sqrt(a / c), np.sqrt(a * c)
+        below = v0 < big_v
+        ratio = np.where(below, v0 / big_v, big_v / np.maximum(v0, big_v * (1 + 1e-12)))
+        p = np.arctanh(np.clip(ratio, 0.0, 1.0 - 1e-12))
+        x = k * t + p
+        # ln(cosh(x) / cosh(p)) and ln(sinh(x) / sinh(p)), written to stay finite for large x
+        log_cosh = lambda z: z + np.log1p(np.exp(-2.0 * z)) - np.log(2.0)  # noqa: E731
+        log_sinh = lambda z: z + np.log1p(-np.exp(-2.0 * z)) - np.log(2.0)  # noqa: E731
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dist_below = (log_cosh(x) - log_cosh(p)) / c
+            dist_above = (log_sinh(x) - log_sinh(np.maximum(p, 1e-12))) / c
+            v_below = big_v * np.tanh(x)
+            v_above = big_v / np.tanh(np.maximum(x, 1e-12))
+        dist = np.where(below, dist_below, dist_above)
+        speed = np.where(below, v_below, v_above)
+        return np.where(t > 0.0, dist, 0.0), np.where(t > 0.0, speed, v0)

@@ -1,0 +1,132 @@
+"""A missile's reach (arena/envs/missile_reach.py) and the shaping term built on it (missile_reach).
+
+The reach is checked twice: against a fine numerical integration of its own 1-D model, and against
+the compiled core, where a missile fired at a target that flees straight away hits from just inside
+its reach and misses from just outside.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import arena
+from arena.envs.midrange_obs import FIGHTER, MISSILE, SELF, MidrangeObsLayout
+from arena.envs.missile_reach import MissileModel
+from arena.rewards.terms import MissileReach
+from tests.test_env_physics import blank_state, put_fighter
+from tests.test_rewards import CLOSE_FIGHT, fighter_obs, midrange_batch, rollout
+
+
+def integrated_reach(model: MissileModel, speed: float, tof: float, flee: float, dt: float = 0.002) -> float:
+    """The greatest gain on a target fleeing at ``flee``, by explicit Euler steps of dt s."""
+    v, t, gained, best = speed, tof, 0.0, 0.0
+    while t < model.max_time_s:
+        thrust = model.thrust_g * model.g if t < model.burn_s else 0.0
+        v += (thrust - model.cd0 * v * v) * dt
+        t += dt
+        if t >= model.burn_s and v < model.min_speed:
+            break
+        gained += (v - flee) * dt
+        best = max(best, gained)
+    return best
+
+
+@pytest.mark.parametrize(
+    "speed, tof, flee",
+    list(itertools.product((250.0, 300.0, 450.0, 1200.0), (0.0, 5.0, 10.0, 30.0), (0.0, 300.0, 490.0))),
+)
+def test_reach_is_the_closed_form_of_the_missiles_flight_against_a_fleeing_target(speed, tof, flee):
+    model = MissileModel()
+    expected = integrated_reach(model, speed, tof, flee)
+    assert float(model.reach(speed, tof, flee)) == pytest.approx(expected, abs=30.0)
+
+
+def test_reach_shrinks_as_the_target_runs_faster_and_as_the_missile_ages():
+    model = MissileModel()
+    flee = np.linspace(0.0, 600.0, 13)
+    assert np.all(np.diff(model.reach(300.0, 0.0, flee)) < 0)
+    tof = np.linspace(10.0, 59.0, 12)  # coasting, with the speed the missile has at each age
+    ages = model.reach(800.0, tof, 300.0)
+    assert np.all(np.diff(ages) <= 0) and ages[-1] < ages[0]
+
+
+def test_a_burnt_out_missile_slower_than_its_minimum_speed_or_out_of_time_has_no_reach():
+    model = MissileModel()
+    assert model.reach(150.0, 20.0, 0.0) == 0.0
+    assert model.reach(900.0, 60.0, 0.0) == 0.0
+    assert model.reach(150.0, 2.0, 0.0) > 10_000.0, "a slow missile still boosting is alive"
+
+
+def test_the_model_reads_the_games_parameters():
+    slow = MissileModel.from_params({"missile_thrust_g": 5.0, "missile_max_time_s": 30.0, "frame_skip": 6})
+    assert (slow.thrust_g, slow.max_time_s, slow.burn_s) == (5.0, 30.0, 10.0)
+    assert slow.reach(300.0, 0.0, 300.0) < MissileModel().reach(300.0, 0.0, 300.0)
+
+
+@pytest.mark.parametrize("margin_m, hits", [(-1500.0, True), (1500.0, False)])
+def test_in_the_core_a_missile_fired_inside_its_reach_at_a_fleeing_target_hits_outside_misses(margin_m, hits):
+    """Both fighters fly along +x at the speed of half throttle (where thrust equals drag), the shooter
+    behind; the target keeps fleeing straight away. The launch range is the reach plus ``margin_m``."""
+    env = arena.make("midrange", num_envs=1, num_threads=1, frame_skip=6, arena_radius_m=1e7)
+    cruise = float(np.sqrt(0.5 * 1.5 * 9.8 / (9.8 / 400.0**2)))  # half throttle: 1.5 g / 2 = Cd0 v^2
+    launch_range = float(MissileModel().reach(cruise, 0.0, cruise)) + margin_m
+    ws = blank_state(env)
+    put_fighter(ws, 0, 0.0, 0.0, cruise, 0.0)  # the shooter
+    put_fighter(ws, 1, launch_range, 0.0, cruise, 0.0)  # the target, straight ahead, fleeing
+    env.set_world_state(ws)
+    act = np.array([[2, 1, 1], [2, 1, 0]], np.int32)  # straight, half throttle; only the shooter fires
+    hit = False
+    for step in range(700):  # 70 s: longer than any missile lives
+        _, _, terminals, _, infos = env.step(act)
+        act[0, 2] = 0
+        hit |= bool(infos["events"][0, env.event_names.index("hits")])
+        if step == 0:
+            assert env.world_state()["missile_active"][0].any(), "the launch happened"
+        if terminals.any():
+            break
+    assert hit == hits
+
+
+def missile_obs(range_10km: float, speed_kms: float, block: str = "own_missiles", enemy_speed: float = 0.75,
+                my_speed: float = 0.75) -> np.ndarray:
+    """A 1v1 observation with one missile (age 0) in ``block`` and both fighters at the given speed/VT."""
+    layout = MidrangeObsLayout((1, 1), 4)
+    obs = fighter_obs()
+    obs[:, SELF.index("speed")] = my_speed
+    layout.enemies(obs)[:, 0, FIGHTER.index("speed")] = enemy_speed
+    missile = getattr(layout, block)(obs)[:, 0]
+    missile[:, MISSILE.index("present")] = 1.0
+    missile[:, MISSILE.index("range")] = range_10km
+    missile[:, MISSILE.index("speed")] = speed_kms
+    return obs
+
+
+def test_missile_reach_potential_pays_a_launch_inside_the_reach_and_charges_one_outside():
+    term = MissileReach(gamma=1.0)
+    reach_km = float(MissileModel().reach(300.0, 0.0, 300.0)) / 1000.0  # enemy at 0.75 VT = 300 m/s
+    inside = missile_obs((reach_km - 5.0) / 10.0, 0.3)
+    outside = missile_obs((reach_km + 5.0) / 10.0, 0.3)
+    none = fighter_obs()
+    assert term(midrange_batch(none, inside))[0] == pytest.approx(0.5, abs=1e-3)
+    assert term(midrange_batch(none, outside))[0] == pytest.approx(-0.5, abs=1e-3)
+    far = missile_obs((reach_km + 40.0) / 10.0, 0.3)
+    assert term(midrange_batch(none, far))[0] == pytest.approx(-1.0), "each missile counts at most 1"
+    # a threat counts the other way, with my own speed as the flight: running faster takes it out of reach
+    threat = missile_obs((reach_km - 2.0) / 10.0, 0.3, block="threats")
+    faster = missile_obs((reach_km - 2.0) / 10.0, 0.3, block="threats", my_speed=1.0)
+    assert term.potential(midrange_batch(threat, threat), threat)[0] == pytest.approx(-0.2, abs=1e-3)
+    assert term(midrange_batch(threat, faster))[0] > 0.2
+
+
+def test_missile_reach_is_zero_sum_in_a_duel_of_the_compiled_core():
+    term = MissileReach(gamma=0.99)
+    env = arena.make("midrange", num_envs=4, num_threads=1, **{**CLOSE_FIGHT, "missile_max_time_s": 8.0})
+    seen = 0.0
+    for batch, _ in rollout(env, 150, seed=5):
+        shaped = term(batch).reshape(-1, 2)
+        np.testing.assert_allclose(shaped.sum(axis=1), 0.0, atol=1e-5)
+        seen += float(np.abs(shaped).sum())
+    assert seen > 1.0, "nothing moved the potential: the test did not exercise the term"
