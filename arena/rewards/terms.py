@@ -315,12 +315,14 @@ class MissileReach(PotentialShaping):
         total = np.zeros(len(obs), np.float64)
         lists = ((layout.own_missiles(obs), 1.0, enemy_speed), (layout.threats(obs), -1.0, my_speed))
         for block, sign, flee in lists:
-            present = block[:, :, MISSILE_PRESENT] > 0.5
-            reach = model.reach(block[:, :, MISSILE_SPEED] * SPEED_SCALE_MS,
-                                block[:, :, MISSILE_TOF] * model.max_time_s, flee[:, None])
-            margin = np.clip((reach - block[:, :, MISSILE_RANGE] * RANGE_SCALE_M) / self.scale_m, -1.0, 1.0)
-            total += sign * np.where(present, margin, 0.0).sum(axis=1)
-        return np.where(alive, total, 0.0).astype(np.float32)
+            # only the missiles in flight are worked out (most slots are empty)
+            row, slot = np.nonzero((block[:, :, MISSILE_PRESENT] > 0.5) & alive[:, None])
+            missile = block[row, slot]
+            reach = model.reach(missile[:, MISSILE_SPEED] * SPEED_SCALE_MS,
+                                missile[:, MISSILE_TOF] * model.max_time_s, flee[row])
+            margin = np.clip((reach - missile[:, MISSILE_RANGE] * RANGE_SCALE_M) / self.scale_m, -1.0, 1.0)
+            total += np.bincount(row, weights=sign * margin, minlength=len(obs))
+        return total.astype(np.float32)
 
 
 class Boundary(Reward):
