@@ -15,6 +15,7 @@ import pytest
 import arena
 from arena.envs.midrange_obs import FIGHTER, MISSILE, SELF, MidrangeObsLayout
 from arena.envs.missile_reach import MissileModel
+from arena.rewards import RewardError
 from arena.rewards.terms import MissileReach
 from tests.test_env_physics import blank_state, put_fighter
 from tests.test_rewards import CLOSE_FIGHT, fighter_obs, midrange_batch, rollout
@@ -119,6 +120,21 @@ def test_missile_reach_potential_pays_a_launch_inside_the_reach_and_charges_one_
     faster = missile_obs((reach_km - 2.0) / 10.0, 0.3, block="threats", my_speed=1.0)
     assert term.potential(midrange_batch(threat, threat), threat)[0] == pytest.approx(-0.2, abs=1e-3)
     assert term(midrange_batch(threat, faster))[0] > 0.2
+
+
+def test_missile_reach_with_max_margin_zero_charges_only_shots_out_of_reach():
+    term = MissileReach(gamma=1.0, max_margin=0.0)
+    reach_km = float(MissileModel().reach(300.0, 0.0, 300.0)) / 1000.0
+    none = fighter_obs()
+    for inside_km in (1.0, 5.0, 12.0):  # closer inside the reach is worth no more
+        assert term(midrange_batch(none, missile_obs((reach_km - inside_km) / 10.0, 0.3)))[0] == 0.0
+    out_of_reach = missile_obs((reach_km + 5.0) / 10.0, 0.3)
+    assert term(midrange_batch(none, out_of_reach))[0] == pytest.approx(-0.5, abs=1e-3)
+    threat = missile_obs((reach_km + 5.0) / 10.0, 0.3, block="threats")
+    assert term.potential(midrange_batch(threat, threat), threat)[0] == pytest.approx(0.5, abs=1e-3)
+    for bad in (-0.1, 1.5, "1"):
+        with pytest.raises(RewardError, match="max_margin"):
+            MissileReach(max_margin=bad)
 
 
 def test_missile_reach_is_zero_sum_in_a_duel_of_the_compiled_core():

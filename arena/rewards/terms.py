@@ -282,7 +282,9 @@ class MissileReach(PotentialShaping):
     A missile's reach is the range it can still close on its target if the target turned tail now
     and fled straight away at its current speed (``arena/envs/missile_reach.py``: the missile's
     speed and time of flight give it). Each missile counts ``clip((reach - range) / scale_m, -1,
-    1)``: positive inside the no-escape zone, negative for a shot that a dragging target outruns.
+    max_margin)``: positive inside the no-escape zone, negative for a shot that a dragging target
+    outruns. ``max_margin=0`` only charges the shots out of reach (and credits the threats kept out
+    of it), so that among the shots inside it a closer one is worth no more.
     So the shaping pays at the launch for where a missile was fired from (range, and the speed
     lost turning onto a target far off the nose), and while it flies for what keeps a threat out
     of reach (running, making it turn and bleed speed). Each missile's part leaves the potential
@@ -292,12 +294,19 @@ class MissileReach(PotentialShaping):
     of each list are not seen and do not count."""
 
     def __init__(
-        self, gamma: float | None = None, bootstrap_truncation: bool | None = None, scale_m: float = 10000.0
+        self,
+        gamma: float | None = None,
+        bootstrap_truncation: bool | None = None,
+        scale_m: float = 10000.0,
+        max_margin: float = 1.0,
     ) -> None:
         super().__init__(gamma, bootstrap_truncation)
         if not isinstance(scale_m, int | float) or not math.isfinite(scale_m) or scale_m <= 0:
             raise RewardError(f"scale_m must be a positive number of metres, got {scale_m!r}")
+        if not isinstance(max_margin, int | float) or not 0.0 <= max_margin <= 1.0:
+            raise RewardError(f"max_margin must be a number in [0, 1], got {max_margin!r}")
         self.scale_m = float(scale_m)
+        self.max_margin = float(max_margin)
 
     def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
         layout = self.midrange_layout(batch)
@@ -320,7 +329,8 @@ class MissileReach(PotentialShaping):
             missile = block[row, slot]
             reach = model.reach(missile[:, MISSILE_SPEED] * SPEED_SCALE_MS,
                                 missile[:, MISSILE_TOF] * model.max_time_s, flee[row])
-            margin = np.clip((reach - missile[:, MISSILE_RANGE] * RANGE_SCALE_M) / self.scale_m, -1.0, 1.0)
+            margin = np.clip((reach - missile[:, MISSILE_RANGE] * RANGE_SCALE_M) / self.scale_m,
+                             -1.0, self.max_margin)
             total += np.bincount(row, weights=sign * margin, minlength=len(obs))
         return total.astype(np.float32)
 
