@@ -275,3 +275,21 @@ def test_the_evader_flies_and_defends_like_the_heuristic_but_never_fires(pilot):
     np.testing.assert_array_equal(evader.act(shot)[:, :FIRE], pilot.act(shot)[:, :FIRE])
     threatened = observe(missiles=[(1, 0, (3 * KM, 1.5 * KM), (-900.0, -450.0), 5.0)])
     np.testing.assert_array_equal(evader.act(threatened)[:, :FIRE], pilot.act(threatened)[:, :FIRE])
+
+
+@pytest.mark.parametrize("km", [6, 10, 14])
+def test_a_ladder_pilot_fires_only_inside_its_range_whatever_the_closing_speed(pilot, km):
+    ladder = make_scripted(f"scripted:heuristic_{km}km", "midrange")
+    inside, outside = observe(enemy=((km - 1) * KM, 0.0)), observe(enemy=((km + 2) * KM, 0.0))
+    assert ladder.act(inside)[0, FIRE] == 1 and ladder.act(outside)[0, FIRE] == 0
+    # the heuristic itself reaches further head-on (14 km plus 8 km per km/s of closing: 800 m/s here)
+    assert pilot.act(observe(enemy=(19 * KM, 0.0)))[0, FIRE] == 1
+    threatened = observe(missiles=[(1, 0, (3 * KM, 1.5 * KM), (-900.0, -450.0), 5.0)])
+    np.testing.assert_array_equal(ladder.act(threatened)[:, :FIRE], pilot.act(threatened)[:, :FIRE])
+
+
+def test_between_heuristic_pilots_the_one_that_fires_from_further_out_wins():
+    """What makes the ladder a curriculum: the pilot shot at first turns to defend and does not fire back."""
+    further, closer = (make_scripted(f"heuristic_{km}km", "midrange") for km in (10, 6))
+    results = play_matches(further, closer, 64, seed=3, num_threads=1)
+    assert results.win_rate > 0.9, results

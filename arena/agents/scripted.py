@@ -12,8 +12,14 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 SCRIPTED_BOTS: dict[str, tuple[str, ...]] = {
-    "midrange": ("random", "heuristic", "evader"),
+    "midrange": ("random", "heuristic", "evader", "heuristic_6km", "heuristic_10km", "heuristic_14km"),
     "rpsw": ("random", "cycle", "biased", "constant", "counter"),
+}
+# The bots a league's gauntlet measures every snapshot against by default (the rest of
+# SCRIPTED_BOTS are stepping stones for the pool: midrange's heuristic_<N>km ladder).
+REFERENCE_BOTS: dict[str, tuple[str, ...]] = {
+    "midrange": ("random", "heuristic", "evader"),
+    "rpsw": SCRIPTED_BOTS["rpsw"],
 }
 PREFIX = "scripted:"
 
@@ -78,12 +84,14 @@ def make_scripted(
         )
     # Imported here because the player modules import ScriptedAgent from this one.
     if game == "midrange":
-        from arena.agents.scripted_midrange import EvaderPilot, HeuristicPilot, RandomPilot
+        from arena.agents.scripted_midrange import EvaderPilot, HeuristicPilot, RandomPilot, ladder_pilot
 
         if bare == "random":
             return RandomPilot(team_sizes=team_sizes, tracked_missiles=tracked_missiles, seed=seed)
         if bare == "evader":
             return EvaderPilot(team_sizes=team_sizes, tracked_missiles=tracked_missiles)
+        if bare.startswith("heuristic_"):
+            return ladder_pilot(bare, team_sizes=team_sizes, tracked_missiles=tracked_missiles)
         return HeuristicPilot(team_sizes=team_sizes, tracked_missiles=tracked_missiles)
 
     from arena.agents.scripted_rpsw import (

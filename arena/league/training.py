@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from arena.agents.policy import Policy
-from arena.agents.scripted import SCRIPTED_BOTS
+from arena.agents.scripted import REFERENCE_BOTS, SCRIPTED_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
@@ -162,7 +162,7 @@ class LeagueRun:
         self._make_reward = make_reward or (lambda: None)
         g = self.config.gauntlet
         if g.games > 0:
-            bots = [f"scripted:{b}" for b in SCRIPTED_BOTS[self.game]]
+            bots = [f"scripted:{b}" for b in REFERENCE_BOTS[self.game]]
             references = g.players if g.players is not None else bots
             self.gauntlet = Gauntlet(references, g.games, game=self.game, team_sizes=self.team_sizes,
                                      overrides=trainer.env_spec["overrides"], seed=g.seed,
