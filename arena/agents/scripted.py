@@ -15,8 +15,8 @@ SCRIPTED_BOTS: dict[str, tuple[str, ...]] = {
     "midrange": ("random", "heuristic", "evader", "heuristic_6km", "heuristic_10km", "heuristic_14km"),
     "rpsw": ("random", "cycle", "biased", "constant", "counter"),
 }
-# The bots a league's gauntlet measures every snapshot against by default (the rest of
-# SCRIPTED_BOTS are stepping stones for the pool: midrange's heuristic_<N>km ladder).
+# The game's standard bots: a league's pool and its gauntlet's references by default. The rest of
+# SCRIPTED_BOTS are opt-in (``league.scripted``): midrange's heuristic_<N>km ladder.
 REFERENCE_BOTS: dict[str, tuple[str, ...]] = {
     "midrange": ("random", "heuristic", "evader"),
     "rpsw": SCRIPTED_BOTS["rpsw"],

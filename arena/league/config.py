@@ -124,7 +124,7 @@ class LeagueConfig:
 
     name: str = "selfplay"
     learner_id: str = "learner"
-    scripted: list[str] | None = None  # scripted bots in the league; None: every bot of the game
+    scripted: list[str] | None = None  # scripted bots in the league; None: the game's REFERENCE_BOTS
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
     decay: float = 0.99  # payoff decay per new result of a pair (1.0: plain totals)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from arena.agents.policy import Policy
-from arena.agents.scripted import REFERENCE_BOTS, SCRIPTED_BOTS
+from arena.agents.scripted import REFERENCE_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
@@ -79,7 +79,7 @@ class LeagueRun:
         self.league.ratings = TwoTeamRatings.like(self.league.ratings)
         self.league.store.set_meta("league_config", dataclasses.asdict(config))
         self.league.add_player(Player(self.learner_id, "learner"))
-        for name in config.scripted if config.scripted is not None else SCRIPTED_BOTS[game]:
+        for name in config.scripted if config.scripted is not None else REFERENCE_BOTS[game]:
             self.league.add_player(Player(f"scripted:{name.removeprefix('scripted:')}", "scripted"))
         for player in self.league.pool.of_kind("snapshot"):  # a damaged one fails now, naming its file
             if player.sha256 is not None:
