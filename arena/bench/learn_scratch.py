@@ -3,7 +3,7 @@
 Runs ``python -m arena.train +league=selfplay`` (no teacher; extra ``key=value`` arguments are passed
 on) in a subprocess for ``--minutes`` of wall time, then stops it with Ctrl-C (SIGINT: the trainer
 writes its checkpoint and the league its state, as when a user stops a run). While it runs, the
-league's gauntlet (every new snapshot against the game's scripted bots, ``league.gauntlet``) is read
+league's gauntlet (every new snapshot against the game's reference bots, ``league.gauntlet``) is read
 from the run's league store and printed as it arrives: minute, snapshot, learner step, and the
 score against each reference with its 95% Wilson interval. At the end the curve is drawn to a PNG
 and, with ``--final-games N``, the newest snapshot plays N side-swapped, seed-paired games against

@@ -107,8 +107,8 @@ class LeagueExploiterConfig:
 @dataclass
 class GauntletConfig:
     """A new snapshot of the main learner plays ``games`` side-swapped, seed-paired games against
-    each reference: ``players`` (``scripted:<name>`` or a checkpoint path; None: every scripted bot of
-    the game), when at least ``every_steps`` learner samples have passed since the last gauntlet
+    each reference: ``players`` (``scripted:<name>`` or a checkpoint path; None: the game's
+    ``REFERENCE_BOTS``), when at least ``every_steps`` learner samples have passed since the last gauntlet
     (0: every snapshot). A game lasts up to the time limit whoever plays, so a gauntlet costs seconds;
     spacing them keeps its share of the wall time small. ``games: 0`` turns the gauntlet off."""
 

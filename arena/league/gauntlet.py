@@ -2,7 +2,7 @@
 
 TrueSkill ratings are relative to a pool that keeps changing, so a collapse can hide in them: when
 every player gets worse together, ratings barely move. A score against fixed references (by
-default the game's scripted bots, optionally named checkpoints) does not drift: snapshot 40 scoring
+default the game's reference bots, optionally named checkpoints) does not drift: snapshot 40 scoring
 0.3 against the heuristic pilot where snapshot 30 scored 0.9 is a collapse, whatever the ratings
 say. Every snapshot plays the same side-swapped, seed-paired games (the same seed, so the same
 spawns: differences between snapshots come from the players), batched in the core by
