@@ -16,6 +16,7 @@ from omegaconf import MISSING
 from arena.envs.params import MIDRANGE_PARAMS, RPSW_PARAMS, Param
 from arena.league.config import LeagueConfig
 from arena.trainer.config import PolicyConfig, TrainerConfig
+from arena.trainer.health import HealthConfig
 
 
 def _game_config(name: str, game: str, params: dict[str, Param]) -> type:
@@ -56,6 +57,7 @@ class LoggerConfig:
     name: str | None = None
     tags: list[str] = field(default_factory=list)
     mode: str | None = None  # wandb: online | offline | disabled; None: offline without an API key
+    log_snapshots: bool = False  # wandb: keep each league snapshot file as a model artifact
 
 
 @dataclass
@@ -96,6 +98,18 @@ class StageConfig:
 
 
 @dataclass
+class SweepConfig:
+    """A sweep (``python -m arena.train -m ...``, e.g. ``-m +sweep=rpsw``): each trial trains in
+    ``runs/sweeps/<name>/<trial number>`` and returns to the sweeper the mean of metric ``objective``
+    (a key of metrics.jsonl) over its last ``window`` records; ``hydra.sweeper.direction`` says whether
+    the study maximises or minimises it."""
+
+    name: str = "${env.name}-${now:%Y%m%d-%H%M%S}"
+    objective: str = "episode_return"
+    window: int = 1
+
+
+@dataclass
 class RunConfig:
     run_dir: str | None = None  # None: runs/<game>-<date>-<time>
     dashboard: bool = True
@@ -107,6 +121,8 @@ class RunConfig:
     opponents: OpponentsConfig = field(default_factory=OpponentsConfig)
     stages: list[StageConfig] = field(default_factory=list)
     league: Any = None  # a LeagueConfig when a league group is chosen (+league=selfplay|pfsp|alphastar)
+    sweep: SweepConfig = field(default_factory=SweepConfig)  # what a sweep (-m) optimises; see SweepConfig
+    health: HealthConfig = field(default_factory=HealthConfig)  # training-health thresholds
 
 
 def register_configs() -> None:
@@ -136,12 +152,13 @@ def config_dir() -> Path:
     raise FileNotFoundError(f"arena's configs/ folder was not found next to {here}")
 
 
-GROUPS = ("env", "agent", "trainer", "reward", "logger", "league")
+GROUPS = ("env", "agent", "trainer", "reward", "logger", "league", "sweep")
+APPENDED_GROUPS = ("league", "sweep")  # not in the defaults list: NAME=X means +NAME=X
 
 
-def _normalise(overrides: list[str]) -> list[str]:
-    # The league group is optional: accept both `+league=NAME` and `league=NAME`.
-    return ["+" + o if o.startswith("league=") else o for o in overrides]
+def normalise_overrides(overrides: list[str]) -> list[str]:
+    # The league and sweep groups are optional: accept both `+league=NAME` and `league=NAME`.
+    return ["+" + o if o.split("=", 1)[0] in APPENDED_GROUPS else o for o in overrides]
 
 
 def _valid_keys(node: Any) -> list[str]:
@@ -158,7 +175,7 @@ def _explain(overrides: list[str], base: Any) -> str | None:
         if item.startswith(("+", "~")) or "=" not in item:
             continue
         key = item.split("=", 1)[0]
-        if key in GROUPS:
+        if key in GROUPS or key.startswith(("hydra.", "hydra/")):  # hydra's own settings: hydra checks them
             continue
         node, walked = base, []
         for part in key.split("."):
@@ -181,19 +198,20 @@ def _explain_choice(overrides: list[str]) -> str | None:
     return None
 
 
-def compose_run_config(overrides: list[str]) -> Any:
-    """The resolved run config for command-line ``overrides``; a clear ``ValueError`` otherwise."""
+def compose_run_config(overrides: list[str], with_hydra: bool = False) -> Any:
+    """The resolved run config for command-line ``overrides``; a clear ``ValueError`` otherwise.
+    ``with_hydra``: keep hydra's own node (``cfg.hydra``: the sweeper, its search space, output dirs)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     register_configs()
-    overrides = _normalise(list(overrides))
+    overrides = normalise_overrides(list(overrides))
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         try:
-            return compose("config", overrides=overrides)
+            return compose("config", overrides=overrides, return_hydra_config=with_hydra)
         except (HydraException, OmegaConfBaseException) as exc:
             groups = [o for o in overrides if o.lstrip("+").split("=", 1)[0] in GROUPS]
             try:

@@ -1,7 +1,9 @@
 """Head-to-head and round-robin evaluation from the command line.
 
     python -m arena.evaluate A B --games 1000 [--game midrange] [--sprt 0 10] [--record RUN_DIR]
+    python -m arena.evaluate A B --games 100 --replays DIR [--replay-games 10] [--replay-which losses]
     python -m arena.evaluate --league RUN_DIR --games-per-pair 200 [--checkpoint learner=last.pt]
+    python -m arena.evaluate A B --games 200 --logger wandb [--wandb-project P] [--log-dir DIR]
 
 A player is ``scripted:<bot>`` or a policy file (``checkpoint:<path>`` or a bare path). Games are
 played in side-swapped, seed-paired pairs (see ``arena.evaluation.runner``). Errors in the inputs
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.05, help="SPRT false-positive rate (default 0.05)")
     p.add_argument("--beta", type=float, default=0.05, help="SPRT false-negative rate (default 0.05)")
     p.add_argument("--record", metavar="RUN_DIR", default=None, help="record every match in this league")
+    p.add_argument("--replays", metavar="DIR", default=None,
+                   help="save chosen games as replay files (.npz) in DIR (python -m arena.replay shows one)")
+    p.add_argument("--replay-games", type=int, default=None, metavar="K",
+                   help="replays to save (default 10; not with --replay-which all)")
+    p.add_argument("--replay-which", default="first", choices=("first", "wins", "draws", "losses", "all"),
+                   help="which games: the first K in counting order (default), the first K that A won, "
+                   "drew or lost, or all of them")
     p.add_argument("--league", metavar="RUN_DIR", default=None, help="round robin of this league's players")
     p.add_argument("--games-per-pair", type=int, default=100, help="round-robin games per pair (default 100)")
     p.add_argument("--checkpoint", action="append", default=[], metavar="[ID=]PATH",
@@ -52,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--anchor", default=None, help="player rated 0 (default: a scripted bot, else the mean)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--logger", default="none", choices=("none", "wandb", "tensorboard"),
+                   help="also log the result: score, interval, Elo, W/D/L, games/s (a round robin: ratings "
+                   "table and payoff heatmap) to W&B (offline without an API key) or TensorBoard")
+    p.add_argument("--wandb-project", default=None, metavar="P", help="W&B project (default arena)")
+    p.add_argument("--log-dir", default=None, metavar="DIR",
+                   help="where --logger writes (default runs/evaluate-<date>-<time>)")
     return p
 
 
@@ -65,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.torch_threads < 1:
             raise ValueError(f"--torch-threads {args.torch_threads} must be at least 1")
+        if args.logger == "none" and (args.wandb_project is not None or args.log_dir is not None):
+            raise ValueError("--wandb-project and --log-dir need --logger wandb or tensorboard")
+        if args.logger == "tensorboard" and args.wandb_project is not None:
+            raise ValueError("--wandb-project applies to --logger wandb, not --logger tensorboard")
         import torch
 
         torch.set_num_threads(args.torch_threads)
@@ -99,23 +119,58 @@ def _head_to_head(args: argparse.Namespace) -> int:
     from arena.evaluation.runner import play_match
 
     settings = _settings(args, args.games)
+    recorder = _replay_recorder(args, settings.game)
     spaces = game_spaces(settings.game, settings.team_sizes, settings.overrides)
     a, b = (resolve_player(spec, settings.game, spaces=spaces) for spec in args.players)
     with _progress(args, "games") as update:
         result = play_match(a, b, settings, on_progress=None if update is None else (
-            lambda p: update(p.finished, p.games_total, _tally(p.wins, p.draws, p.losses))))
+            lambda p: update(p.finished, p.games_total, _tally(p.wins, p.draws, p.losses))),
+            recorder=recorder)
     ids = record_result(args.record, a, b, result) if args.record else None
+    _log_result(args, f"{args.players[0]} vs {args.players[1]}", "log_match", result)
+    replays = _save_replays(recorder, result, args.replays) if recorder is not None else None
     if args.json:
         out = result.as_dict()
         if ids is not None:
             out["recorded"] = {"run_dir": args.record, "a": ids[0], "b": ids[1],
                                "matches": len(result.matches)}
+        if replays is not None:
+            out["replays"] = [str(path) for path in replays]
         print(json.dumps(out, indent=2))
     else:
         print(format_match(result))
         if ids is not None:
             print(f"  recorded  {len(result.matches)} matches as {ids[0]} vs {ids[1]} in {args.record}")
+        if replays is not None:
+            print(f"  replays   {len(replays)} games ({args.replay_which}) saved in {args.replays}")
     return 0
+
+
+def _replay_recorder(args: argparse.Namespace, game: str) -> Any:
+    """A ``ReplayRecorder`` for ``--replays``, or None; the options checked before any game is played."""
+    if args.replays is None:
+        if args.replay_games is not None or args.replay_which != "first":
+            raise ValueError("--replay-games and --replay-which need --replays DIR")
+        return None
+    from arena.replay.file import REPLAY_GAMES
+    from arena.replay.record import ReplayRecorder
+
+    if game not in REPLAY_GAMES:
+        raise ValueError(f"--replays records {', '.join(REPLAY_GAMES)} games, not {game}")
+    if args.replay_which == "all" and args.replay_games is not None:
+        raise ValueError("--replay-games does not apply to --replay-which all (every counted game is saved)")
+    if args.replay_games is not None and args.replay_games < 1:
+        raise ValueError(f"--replay-games {args.replay_games} must be at least 1")
+    if os.path.exists(args.replays) and not os.path.isdir(args.replays):
+        raise ValueError(f"--replays {args.replays} exists and is not a directory")
+    return ReplayRecorder(args.replay_which, 10 if args.replay_games is None else args.replay_games)
+
+
+def _save_replays(recorder: Any, result: Any, directory: str) -> list[Any]:
+    from arena.replay.file import replay_file_name, save_replay
+
+    chosen = recorder.replays(result.matches)
+    return [save_replay(r, os.path.join(directory, replay_file_name(r))) for r in chosen]
 
 
 def _round_robin(args: argparse.Namespace) -> int:
@@ -125,6 +180,8 @@ def _round_robin(args: argparse.Namespace) -> int:
 
     if args.sprt is not None or args.record is not None:
         raise ValueError("--sprt and --record apply to head-to-head matches, not to --league")
+    if args.replays is not None:
+        raise ValueError("--replays applies to head-to-head matches, not to --league")
     settings = _settings(args, args.games_per_pair)
     players = league_players(args.league, settings.game, settings.team_sizes, overrides=settings.overrides,
                              checkpoints=_checkpoints(args.checkpoint))
@@ -142,8 +199,22 @@ def _round_robin(args: argparse.Namespace) -> int:
 
         rr = play_round_robin(players, settings, anchor=args.anchor,
                               on_progress=None if update is None else on_progress)
+    _log_result(args, f"round robin of {args.league}", "log_round_robin", rr)
     print(json.dumps(rr.as_dict(), indent=2) if args.json else format_round_robin(rr))
     return 0
+
+
+def _log_result(args: argparse.Namespace, name: str, how: str, result: Any) -> None:
+    """Sends the result to ``--logger`` (nothing with ``none``) with ``log_match`` or ``log_round_robin``."""
+    if args.logger == "none":
+        return
+    from arena.evaluation import log_results
+
+    config = {k: v for k, v in vars(args).items() if k not in ("logger", "wandb_project", "log_dir")}
+    with log_results.open_logger(args.logger, args.log_dir, project=args.wandb_project, name=name,
+                                 config=config) as log:
+        getattr(log_results, how)(log, result)
+    print(f"logged to {log.loggers[0].run_dir} ({args.logger})", file=sys.stderr)
 
 
 def _tally(wins: int, draws: int, losses: int) -> str:

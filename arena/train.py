@@ -12,6 +12,19 @@ Hydra config groups (see ``configs/``): ``env`` (midrange, midrange_2v2, midrang
     python -m arena.train +league=alphastar league.snapshot.every_steps=500000
     python -m arena.train --cfg                             # print the resolved config and exit
 
+Sweeps (hydra's multirun, ``-m``; see ``arena.sweep`` and ``configs/sweep/``)::
+
+    python -m arena.train -m +sweep=rpsw                    # an Optuna study on the tiny game (minutes)
+    python -m arena.train -m +sweep=rpsw hydra.sweeper.n_trials=20 'trainer.clip_coef=interval(0.1,0.3)'
+    python -m arena.train -m +sweep=rpsw sweep.objective=win_rate/scripted:random sweep.window=5
+    python -m arena.train -m +sweep=rpsw --cfg              # print the trials' config and search space
+
+Trial N trains in ``runs/sweeps/<sweep.name>/N`` and scores the mean of ``sweep.objective`` (a key of
+metrics.jsonl; default ``episode_return``) over its last ``sweep.window`` records, which the study
+maximises or minimises as ``hydra.sweeper.direction`` says (``+sweep=rpsw``: maximize; Optuna's own
+default: minimize); the best parameters and value land in
+``runs/sweeps/<sweep.name>/optimization_results.yaml``.
+
 The run directory holds ``config.yaml`` (resolved), ``checkpoints/trainer.pt`` (written atomically
 every ``trainer.checkpoint_minutes`` (5) of wall time and/or ``trainer.checkpoint_interval`` samples,
 and at exit, Ctrl-C included) and ``metrics.jsonl``;
@@ -23,6 +36,7 @@ truth, which a resumed run reloads) and ``league/snapshots/<player>.pt``
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import sys
 import time
@@ -209,7 +223,7 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None) -> Path:
         run_dir,
         **_logger_options(cfg, run_dir, trainer),
     )
-    health = HealthMonitor()
+    health = HealthMonitor.from_config(cfg.health)
     stages = parts["stages"]
 
     def set_mix(mix: Mapping[str, float]) -> None:
@@ -263,6 +277,7 @@ def _logger_options(cfg: Any, run_dir: Path, trainer: Any) -> dict[str, Any]:
         "name": cfg.logger.name or run_dir.name,
         "tags": list(cfg.logger.tags),
         "mode": cfg.logger.mode,
+        "log_snapshots": bool(cfg.logger.log_snapshots),
         "config": {
             **OmegaConf.to_container(cfg, resolve=True),
             "trainer_resolved": dataclasses.asdict(trainer.config),
@@ -272,8 +287,12 @@ def _logger_options(cfg: Any, run_dir: Path, trainer: Any) -> dict[str, Any]:
 
 USAGE = __doc__ or ""
 
+MULTIRUN_FLAGS = ("-m", "--multirun")
+
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``argv``: its arguments); the exit status: 0 done, 2 bad input (named on
+    stderr). With ``-m`` it runs a sweep (see ``arena.sweep``)."""
     from arena.config import compose_run_config
     from arena.trainer.run_lock import RunDirInUseError
 
@@ -282,7 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     show_config = "--cfg" in argv
-    overrides = [a for a in argv if a != "--cfg"]
+    multirun = any(a in MULTIRUN_FLAGS for a in argv)
+    overrides = [a for a in argv if a != "--cfg" and a not in MULTIRUN_FLAGS]
+    if multirun:
+        return _sweep(overrides, show_config)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         cfg = compose_run_config(overrides)
@@ -291,11 +313,46 @@ def main(argv: list[str] | None = None) -> int:
 
             print(OmegaConf.to_yaml(cfg, resolve=True))
             return 0
+        if any(o.lstrip("+").startswith("sweep=") for o in overrides):
+            logger.warning("a sweep preset without -m trains once with its fixed values; -m runs the sweep")
         run_dir = run(cfg)
     except (ValueError, FileNotFoundError, RunDirInUseError) as exc:
         print(f"arena.train: error: {exc}", file=sys.stderr)
         return 2
     print(f"run directory: {run_dir}")
+    return 0
+
+
+def _sweep(overrides: list[str], show_config: bool) -> int:
+    """``-m``: checks the sweep, then runs its trials through hydra (``arena.sweep``)."""
+    from omegaconf import OmegaConf
+
+    from arena.sweep import RESULTS_FILE, launch, plan, results
+
+    try:
+        sweep = plan(overrides)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"arena.train: error: {exc}", file=sys.stderr)
+        return 2
+    if show_config:
+        print(OmegaConf.to_yaml({k: v for k, v in sweep.config.items() if k != "hydra"}))
+        print("# the sweep: hydra.sweeper (its search space: params) and hydra.sweep.dir")
+        print(OmegaConf.to_yaml({"hydra": {"sweeper": {**sweep.config.hydra.sweeper, "params": sweep.space},
+                                           "sweep": {"dir": str(sweep.sweep_dir)}}}))
+        return 0
+    print(sweep.describe(), flush=True)
+    try:
+        status = launch(sweep)
+    except KeyboardInterrupt as exc:
+        print(f"arena.train: sweep interrupted ({exc or 'Ctrl-C'}); its trials so far: {sweep.sweep_dir}",
+              file=sys.stderr)
+        return 130
+    if status != 0:
+        return status
+    print(f"sweep directory: {sweep.sweep_dir} (trial N trained in {sweep.sweep_dir}/N)")
+    best = results(sweep.sweep_dir)
+    if best is not None:
+        print(f"{RESULTS_FILE}: {json.dumps(best)}")
     return 0
 
 

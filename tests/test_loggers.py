@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
 import ipaddress
 import json
 import socket
 
 import numpy as np
 import pytest
+from wandb_run_reader import isolate_wandb, offline_run
 
 from arena.trainer.loggers import (
     JsonlLogger,
     Logger,
     MultiLogger,
     NoneLogger,
+    WandbLogger,
     make_logger,
     resolve_wandb_mode,
     wandb_has_credentials,
@@ -30,18 +33,11 @@ def read_jsonl(path):
 def no_wandb_login(tmp_path, monkeypatch):
     """A machine with no W&B key, no netrc and W&B's own folders kept inside tmp_path."""
     home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for var in ("WANDB_API_KEY", "WANDB_MODE", "NETRC", "WANDB_BASE_URL", "WANDB_DIR"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("WANDB_CONFIG_DIR", str(home / "wandb-config"))
-    monkeypatch.setenv("WANDB_CACHE_DIR", str(home / "wandb-cache"))
-    monkeypatch.setenv("WANDB_DATA_DIR", str(home / "wandb-data"))
+    isolate_wandb(monkeypatch, home)
     return home
 
 
-@pytest.fixture
-def no_internet(monkeypatch):
+def guard_network(monkeypatch):
     """Any connection from this process to a non-loopback address fails the test."""
     real_connect = socket.socket.connect
 
@@ -57,6 +53,11 @@ def no_internet(monkeypatch):
         return real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture
+def no_internet(monkeypatch):
+    guard_network(monkeypatch)
 
 
 # ---------------------------------------------------------------------- JSONL
@@ -157,22 +158,153 @@ def test_wandb_mode_is_online_with_a_key_or_a_netrc_login(no_wandb_login):
     assert resolve_wandb_mode(None, {"WANDB_MODE": "offline"}) == "offline"
 
 
-def test_wandb_without_a_key_writes_an_offline_run_under_run_dir(tmp_path, no_wandb_login, no_internet):
-    run_dir = tmp_path / "run"
-    log = make_logger(
-        "wandb", run_dir, project="arena-test", name="t", tags=["test"], config={"lr": 3e-4},
-        settings={"x_disable_stats": True},
-    )  # fmt: skip
-    wandb_logger = log.loggers[1]
+@pytest.fixture(scope="module")
+def wandb_run(tmp_path_factory):
+    """One offline W&B run (no key, no netrc, no network) that received every kind of record; read back."""
+    tmp = tmp_path_factory.mktemp("wandb")
+    with pytest.MonkeyPatch.context() as mp:
+        isolate_wandb(mp, tmp / "home")
+        guard_network(mp)
+        run_dir = tmp / "run"
+        gif = tiny_gif(tmp / "replay.gif")
+        snapshot = tmp / "learner_snap-000001.pt"
+        snapshot.write_bytes(b"frozen weights")
+        log = make_logger(
+            "wandb", run_dir, project="arena-test", name="t", tags=["test"], config={"lr": 3e-4},
+            settings={"x_disable_stats": True}, log_snapshots=True,
+        )  # fmt: skip
+        wandb_logger = log.loggers[1]
+        log.log(METRICS, step=10)
+        log.log({"SPS": 2.0, "elo": float("inf")}, step=20)
+        log.log_table("league/leaderboard", ["player", "rating"], [["learner", 25.0], ["bot", 20.5]], step=20)
+        log.log_image("league/payoff", np.random.default_rng(0).random((8, 8, 3)), step=20)
+        log.log_line_series("league/rating_curves", SERIES, step=20, title="ratings", xname="learner step")
+        log.log_heatmap("league/payoff_heatmap", PLAYERS, PLAYERS, PAYOFF, step=20, value_name="score")
+        log.log_video("replays/match", gif, step=30, caption="learner vs bot")
+        log.log_snapshot("learner:snap-000001", snapshot, step=30, metadata={"sha256": "ab" * 32})
+        log.close()
+    return wandb_logger, run_dir, offline_run(run_dir)
+
+
+def tiny_gif(path):
+    import imageio.v2 as imageio
+
+    imageio.mimsave(path, [np.full((8, 8, 3), 60 * i, np.uint8) for i in range(4)], duration=0.1)
+    return path
+
+
+PLAYERS = ["learner", "bot", "snap"]
+PAYOFF = np.array([[0.5, 0.75, np.nan], [0.25, np.nan, 0.4], [np.nan, 0.6, np.nan]])
+SERIES = {"learner": ([0.0, 100.0, 200.0], [1.0, 5.5, 9.25]), "bot": ([0.0, 200.0], [3.0, 2.5])}
+
+
+def test_wandb_without_a_key_writes_an_offline_run_under_run_dir(wandb_run):
+    wandb_logger, run_dir, run = wandb_run
     assert wandb_logger.mode == "offline"
-    log.log(METRICS, step=10)
-    log.log_table("leaderboard", ["player", "rating"], [["learner", 25.0]], step=10)
-    log.log_image("payoff", np.random.default_rng(0).random((8, 8, 3)), step=10)
-    log.close()
-    (run_folder,) = (run_dir / "wandb").glob("offline-run-*")
-    assert wandb_logger.run_path == run_folder
-    assert list(run_folder.glob("run-*.wandb")), "the offline run's data file"
-    assert read_jsonl(run_dir / "metrics.jsonl")[0]["SPS"] == 12345.0
+    assert wandb_logger.run_path == run.folder and run.folder.parent == run_dir / "wandb"
+    assert read_jsonl(run_dir / "metrics.jsonl")[0]["SPS"] == 12345.0  # the JSONL logger beside it
+    assert run.config["lr"] == 3e-4
+
+
+def test_wandb_scalars_are_logged_against_global_step_with_their_values(wandb_run):
+    run = wandb_run[2]
+    first, second = run.rows_with("SPS")
+    assert first["global_step"] == 10 and second["global_step"] == 20
+    for key, value in METRICS.items():
+        assert first[key] == pytest.approx(float(value))
+    assert second["SPS"] == 2.0 and second["elo"] == float("inf")
+    assert run.config["_wandb/visualize/league/rating_curves"]  # a chart, not a scalar panel
+
+
+def test_wandb_tables_hold_the_logged_rows(wandb_run):
+    run = wandb_run[2]
+    table = run.table("league/leaderboard")
+    assert table["columns"] == ["player", "rating"]
+    assert table["data"] == [["learner", 25.0], ["bot", 20.5]]
+    assert run.values("league/payoff/_type") == ["image-file"]
+
+
+def test_wandb_line_series_is_one_chart_of_every_series(wandb_run):
+    run = wandb_run[2]
+    chart = run.config["_wandb/visualize/league/rating_curves"]["panel_config"]
+    assert chart["panelDefId"] == "wandb/lineseries/v0"
+    assert chart["stringSettings"] == {"title": "ratings", "xname": "learner step"}
+    table = run.table("league/rating_curves_table")
+    assert table["columns"] == ["step", "lineKey", "lineVal"]
+    got: dict[str, list] = {}
+    for x, key, y in table["data"]:
+        got.setdefault(key, []).append((x, y))
+    assert got == {key: list(zip(xs, ys, strict=True)) for key, (xs, ys) in SERIES.items()}
+
+
+def test_wandb_heatmap_is_a_chart_over_a_table_of_every_cell_with_data(wandb_run):
+    run = wandb_run[2]
+    chart = run.config["_wandb/visualize/league/payoff_heatmap"]["panel_config"]
+    assert chart["panelDefId"] == "wandb/confusion_matrix/v1"
+    assert chart["fieldSettings"] == {"Actual": "row", "Predicted": "column", "nPredictions": "score"}
+    table = run.table("league/payoff_heatmap_table")
+    assert table["columns"] == ["row", "column", "score"]
+    expected = [[r, c, PAYOFF[i, j]] for i, r in enumerate(PLAYERS) for j, c in enumerate(PLAYERS)
+                if np.isfinite(PAYOFF[i, j])]
+    assert table["data"] == expected  # the cells without games are left out, not zeros
+
+
+def test_wandb_video_is_the_gif_file_as_media(wandb_run):
+    run = wandb_run[2]
+    (row,) = run.rows_with("replays/match/_type")
+    assert row["replays/match/_type"] == "video-file" and row["global_step"] == 30
+    assert row["replays/match/caption"] == "learner vs bot"
+    stored = run.folder / "files" / row["replays/match/path"]
+    assert stored.suffix == ".gif" and stored.read_bytes()[:6] == b"GIF89a"
+
+
+def test_wandb_snapshot_is_a_model_artifact_when_log_snapshots_is_on(wandb_run):
+    run = wandb_run[2]
+    (artifact,) = [a for a in run.artifacts if a.type == "model"]
+    assert artifact.name == "learner-snap-000001"
+    assert set(artifact.aliases) == {"latest", "step-30"}
+    metadata = json.loads(artifact.metadata)
+    assert metadata == {"player_id": "learner:snap-000001", "step": 30, "sha256": "ab" * 32}
+    assert [(c.path, c.size) for c in artifact.manifest.contents] == [("learner_snap-000001.pt", 14)]
+
+
+def test_a_missing_or_unplayable_video_fails_naming_the_file(tmp_path):
+    with JsonlLogger(tmp_path) as log:
+        with pytest.raises(FileNotFoundError, match="nope.gif"):
+            log.log_video("replay", tmp_path / "nope.gif", 1)
+        (tmp_path / "replay.avi").write_bytes(b"x")
+        with pytest.raises(ValueError, match=r"replay.avi.*gif, mp4, webm, ogg"):
+            log.log_video("replay", tmp_path / "replay.avi", 1)
+
+
+def test_jsonl_keeps_line_series_heatmaps_and_video_paths(tmp_path):
+    gif = tiny_gif(tmp_path / "replay.gif")
+    with JsonlLogger(tmp_path) as log:
+        log.log_line_series("ratings", SERIES, 5, xname="learner step")
+        log.log_heatmap("payoff", PLAYERS, PLAYERS, PAYOFF, 5, value_name="score")
+        log.log_video("replay", gif, 6)
+    series, heatmap = read_jsonl(tmp_path / "tables.jsonl")
+    assert series["columns"] == ["learner step", "series", "y"]
+    expected = [[x, key, y] for key, (xs, ys) in SERIES.items() for x, y in zip(xs, ys, strict=True)]
+    assert series["rows"] == expected
+    assert heatmap["columns"] == ["row", "column", "score"] and len(heatmap["rows"]) == 5
+    assert ["learner", "bot", 0.75] in heatmap["rows"]
+    (video,) = read_jsonl(tmp_path / "media.jsonl")
+    assert video == {"step": 6, "name": "replay", "kind": "video", "path": str(gif)}
+
+
+def test_a_heatmap_of_the_wrong_shape_or_a_ragged_series_is_refused(tmp_path):
+    with JsonlLogger(tmp_path) as log:
+        with pytest.raises(ValueError, match=r"shape \(2, 2\), expected \(3, 3\)"):
+            log.log_heatmap("payoff", PLAYERS, PLAYERS, np.zeros((2, 2)), 1)
+        with pytest.raises(ValueError, match="series 'a' has 2 x values but 1 y values"):
+            log.log_line_series("ratings", {"a": ([0, 1], [2])}, 1)
+
+
+def test_snapshot_artifacts_are_off_unless_asked_and_the_flag_must_be_a_boolean(tmp_path, no_wandb_login):
+    with pytest.raises(ValueError, match="log_snapshots='yes' must be true or false"):
+        make_logger("wandb", tmp_path, log_snapshots="yes")
+    assert inspect.signature(WandbLogger).parameters["log_snapshots"].default is False
 
 
 # ---------------------------------------------------------------------- TensorBoard

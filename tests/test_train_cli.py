@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from arena.config import compose_run_config
 from arena.train import main
@@ -52,6 +53,8 @@ def test_the_bare_command_uses_the_from_scratch_recipe_and_rpsw_keeps_the_outcom
         ("bogus=1", "top level has no 'bogus'.*trainer"),
         ("trainer.num_envs=abc", "num_envs"),
         ("env=chess", "unknown env config 'chess'; available: .*midrange"),
+        ("sweep.objectiv=x", "unknown config key 'sweep.objectiv'.*valid keys there: .*objective"),
+        ("sweep=nope", "unknown sweep config 'nope'; available: .*rpsw"),
     ],
 )
 def test_a_misspelt_key_or_wrong_type_fails_at_start_up_naming_valid_choices(override, expected):
@@ -131,3 +134,40 @@ def test_python_dash_m_entry_point_prints_help():
     out = subprocess.run([sys.executable, "-m", "arena.train", "--help"], capture_output=True, text=True,
                          env={**os.environ}, check=True).stdout
     assert "+league" in out and "trainer.resume" in out
+
+
+def test_cfg_prints_the_resolved_config_and_trains_nothing(tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    assert main(["--cfg", "env=rpsw", f"run_dir={run_dir}", "sweep.objective=win_rate/scripted:random"]) == 0
+    out = OmegaConf.create(capsys.readouterr().out)
+    assert out.env.name == "rpsw" and out.run_dir == str(run_dir) and "hydra" not in out
+    assert out.sweep.objective == "win_rate/scripted:random" and out.sweep.name.startswith("rpsw-")
+    assert not run_dir.exists()
+
+
+def test_python_dash_m_single_run_exits_0_naming_its_run_dir_and_hydra_writes_nothing(tmp_path):
+    command = [sys.executable, "-m", "arena.train", *QUICK, "trainer.total_timesteps=1", "run_dir=r"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "run directory: r" in done.stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
+        ".arena.lock", "checkpoints", "config.yaml", "metrics.jsonl"]
+
+
+def test_python_dash_m_exits_2_on_a_misspelt_key_single_run_or_sweep(tmp_path):
+    for multirun in ([], ["-m", "+sweep=rpsw"]):
+        done = subprocess.run([sys.executable, "-m", "arena.train", *multirun, "trainer.lr=1"], cwd=tmp_path,
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 2, (multirun, done.stderr[-3000:])
+        assert "unknown config key 'trainer.lr'" in done.stderr and "learning_rate" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_preset_without_dash_m_trains_once_with_its_fixed_values(tmp_path, caplog):
+    run_dir = tmp_path / "r"
+    argv = ["+sweep=rpsw", "trainer.total_timesteps=1", "trainer.num_envs=16", f"run_dir={run_dir}"]
+    assert main(argv) == 0
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    assert cfg.env.name == "rpsw" and cfg.trainer.learning_rate == 0.003  # trainer=quick's, not a draw
+    assert "-m runs the sweep" in caplog.text

@@ -29,13 +29,13 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 import arena
 from arena.agents.players import Agent, ResolvedPlayer
-from arena.evaluation.pairing import PairTally, PlayedMatch, paired_layout
+from arena.evaluation.pairing import PairedLayout, PairTally, PlayedMatch, paired_layout
 from arena.league.stats import elo_difference, sprt, sprt_llr, wilson_interval
 
 logger = logging.getLogger(__name__)
@@ -173,14 +173,27 @@ class MatchResult:
 ProgressCallback = Callable[[MatchProgress], None]
 
 
+class MatchRecorder(Protocol):
+    """Watches the env loop of ``play_match`` (e.g. ``arena.replay.record.ReplayRecorder``): ``start``
+    once after the envs are seeded, ``step`` after every decision (``active``: envs within quota)."""
+
+    def start(self, env: Any, layout: PairedLayout, settings: MatchSettings, a: ResolvedPlayer,
+              b: ResolvedPlayer) -> None: ...
+
+    def step(self, env: Any, actions: np.ndarray, infos: dict[str, np.ndarray],
+             active: np.ndarray) -> None: ...
+
+
 def play_match(
     a: ResolvedPlayer,
     b: ResolvedPlayer,
     settings: MatchSettings,
     *,
     on_progress: ProgressCallback | None = None,
+    recorder: MatchRecorder | None = None,
 ) -> MatchResult:
-    """Plays ``settings.games`` games (rounded up to even) of A against B; see the module docstring."""
+    """Plays ``settings.games`` games (rounded up to even) of A against B; see the module docstring.
+    ``recorder`` (optional) sees every decision, e.g. to save replays; None costs nothing."""
     num_envs = settings.envs
     pair_quota = settings.pair_quota()
     quota = np.repeat(pair_quota, 2)
@@ -207,10 +220,14 @@ def play_match(
         steps = 0
         start = time.perf_counter()
         obs, _ = env.reset_envs(layout.env_seeds)
+        if recorder is not None:
+            recorder.start(env, layout, settings, a, b)
         while verdict is None and not tally.all_counted:
             active = tally.played < quota
             obs, infos, finished = step_sides(env, sides, obs, actions, active)
             steps += 1
+            if recorder is not None:
+                recorder.step(env, actions, infos, active)
             events = env._core.events
             for k, side in enumerate(sides):
                 event_sums[k] += events[side.rows[active[side.env_of_row]]].sum(axis=0)

@@ -110,12 +110,15 @@ class GauntletConfig:
     each reference: ``players`` (``scripted:<name>`` or a checkpoint path; None: the game's
     ``REFERENCE_BOTS``), when at least ``every_steps`` learner samples have passed since the last gauntlet
     (0: every snapshot). A game lasts up to the time limit whoever plays, so a gauntlet costs seconds;
-    spacing them keeps its share of the wall time small. ``games: 0`` turns the gauntlet off."""
+    spacing them keeps its share of the wall time small. ``games: 0`` turns the gauntlet off.
+    ``replays: N`` saves the first N games of each reference as ``RUN_DIR/replays/<snapshot>-vs-<ref>.npz``
+    (watch one with ``python -m arena.replay FILE --html OUT.html``); 0: none."""
 
     players: list[str] | None = None
     games: int = 200
     every_steps: int = 4_000_000
     seed: int = 12345  # the same spawns for every snapshot: differences come from the players
+    replays: int = 0  # games per reference saved as replay files (midrange), 0: none
 
 
 @dataclass
@@ -156,6 +159,15 @@ class LeagueConfig:
         if g.players is not None and (not isinstance(g.players, list) or not all(
                 isinstance(p, str) and p for p in g.players)):
             raise ValueError(f"league.gauntlet.players={g.players!r} must be a list of player specs or null")
+        if isinstance(g.replays, bool) or not isinstance(g.replays, int) or not 0 <= g.replays <= g.games:
+            raise ValueError(f"league.gauntlet.replays={g.replays!r} must be an integer in [0, "
+                             f"league.gauntlet.games={g.games}] (games saved per reference; 0: none)")
+        if g.replays and game is not None:
+            from arena.replay.file import REPLAY_GAMES
+
+            if game not in REPLAY_GAMES:
+                raise ValueError(f"league.gauntlet.replays={g.replays}: replays record {list(REPLAY_GAMES)} "
+                                 f"games, not {game!r}; set it to 0")
         if game is not None and self.scripted is not None:
             from arena.agents.scripted import SCRIPTED_BOTS
 

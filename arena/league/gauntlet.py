@@ -7,7 +7,9 @@ default the game's reference bots, optionally named checkpoints) does not drift:
 say. Every snapshot plays the same side-swapped, seed-paired games (the same seed, so the same
 spawns: differences between snapshots come from the players), batched in the core by
 ``arena.evaluation``. Results go to the league store (``gauntlet`` table), the logs
-(``gauntlet/<reference>``), the dashboard and ``python -m arena.league show``.
+(``gauntlet/<reference>``), the dashboard and ``python -m arena.league show``. With ``replays=N``
+(``league.gauntlet.replays``) the first N games against each reference are saved as replay files,
+``<replay_dir>/<snapshot>-vs-<reference>.npz`` (``-2``, ``-3``, ... after the first; see ``arena.replay``).
 """
 
 from __future__ import annotations
@@ -44,11 +46,25 @@ class Gauntlet:
         overrides: Mapping[str, Any] | None = None,
         seed: int = 12345,
         num_threads: int | None = None,
+        replays: int = 0,
+        replay_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         from arena.agents.players import game_spaces, resolve_player
 
         if games < 1:
             raise ValueError(f"gauntlet games={games!r} must be >= 1")
+        if isinstance(replays, bool) or not isinstance(replays, int) or not 0 <= replays <= games:
+            raise ValueError(f"gauntlet replays={replays!r} must be an integer in [0, games={games}]")
+        if replays:
+            from arena.replay.file import REPLAY_GAMES
+
+            if game not in REPLAY_GAMES:
+                raise ValueError(f"gauntlet replays record {list(REPLAY_GAMES)} games, not {game!r}")
+            if replay_dir is None:
+                raise ValueError("gauntlet replays need a replay_dir")
+        self.replays = replays
+        self.replay_dir = None if replay_dir is None else Path(replay_dir)
+        self.saved: list[tuple[str, Path]] = []  # (reference, replay file) saved since last taken
         self.games, self.game, self.team_sizes = int(games), game, tuple(team_sizes)
         self.overrides = dict(overrides or {})
         self.seed, self.num_threads = int(seed), num_threads
@@ -69,13 +85,41 @@ class Gauntlet:
                                  overrides=self.overrides)
         records = []
         for spec, reference in self.references.items():
-            result = play_match(player, reference, settings)
+            recorder = self._recorder()
+            result = play_match(player, reference, settings, recorder=recorder)
+            if recorder is not None:
+                self._save_replays(recorder.replays(result.matches), player_id, spec)
             records.append(GauntletRecord(player_id, spec, learner_step, result.wins, result.draws,
                                           result.losses))
             score, lo, hi = records[-1].score()
             logger.info("gauntlet %s vs %s: %d/%d/%d, score %.3f [%.3f, %.3f]", player_id, spec,
                         result.wins, result.draws, result.losses, score, lo, hi)
         return records
+
+    def _recorder(self) -> Any:
+        if not self.replays:
+            return None
+        from arena.replay.record import ReplayRecorder
+
+        return ReplayRecorder("first", self.replays)
+
+    def _save_replays(self, replays: Sequence[Any], player_id: str, reference: str) -> None:
+        from arena.league.learner import snapshot_file_name
+        from arena.replay.file import save_replay
+
+        assert self.replay_dir is not None
+        snapshot = snapshot_file_name(player_id).removesuffix(".pt")
+        stem = f"{snapshot}-vs-{metric_name(reference).removeprefix('gauntlet/')}"
+        for i, replay in enumerate(replays):
+            replay.extra["snapshot"], replay.extra["reference"] = player_id, reference
+            path = save_replay(replay, self.replay_dir / f"{stem}{'' if i == 0 else f'-{i + 1}'}.npz")
+            self.saved.append((reference, path))
+            logger.info("gauntlet replay %s", path)
+
+    def take_saved(self) -> list[tuple[str, Path]]:
+        """(reference, replay file) of every replay saved since the last call."""
+        saved, self.saved = self.saved, []
+        return saved
 
 
 def gauntlet_metrics(records: Sequence[GauntletRecord]) -> dict[str, float]:

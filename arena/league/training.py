@@ -8,7 +8,7 @@ How it plugs into ``arena.train`` (nothing inside the trainer knows about the le
     while not trainer.done:
         trainer.evaluate(); trainer.train(); metrics = trainer.mean_and_log()
         metrics |= run.after_update()      # snapshots, exploiters' turn, league/* metrics
-        run.log_views(logger, step)        # leaderboard table and payoff heatmap every log_interval
+        run.log_views(logger, step)        # leaderboard, payoff heatmap, rating chart every log_interval
     trainer.save(); run.save(); run.close()
 
 The store is the source of truth: every match, player and rating is committed before memory changes,
@@ -50,6 +50,9 @@ from arena.league.update_matchmaker import UpdateMatchmaker
 logger = logging.getLogger(__name__)
 
 PAYOFF_IMAGE = Path("league") / "payoff.png"
+# What log_views sends to the logger (besides the league/* scalars of metrics()).
+LEADERBOARD_KEY, PAYOFF_KEY, PAYOFF_IMAGE_KEY = "league/leaderboard", "league/payoff_heatmap", "league/payoff"
+RATINGS_KEY = "league/rating_curves"
 LEADERBOARD_COLUMNS = ("rank", "player", "kind", "mu", "sigma", "mu-3sigma", "score_vs_learner",
                        "games_vs_learner")
 # Exploiter metrics worth a line in the logs (their per-opponent rates would read as the main's).
@@ -95,6 +98,9 @@ class LeagueRun:
         self.gauntlet: Gauntlet | None = None
         self._gauntlet_step: int | None = None  # learner step of the last snapshot that played it
         self._gauntlet_new: list[Any] = []  # results not yet in the metrics
+        self._replays_new: list[tuple[str, Path]] = []  # gauntlet replays not yet sent to the loggers
+        self._snapshots_new: list[Player] = []  # snapshots not yet given to the logger
+        self._rating_curves: Any = None  # a view.RatingCurves, read from the store at the first view
 
     def _roll_back(self, learner_checkpoints: int) -> dict[str, int]:
         """Before anything reads the league: every learner about to resume (the main learner, and each
@@ -166,7 +172,8 @@ class LeagueRun:
             references = g.players if g.players is not None else bots
             self.gauntlet = Gauntlet(references, g.games, game=self.game, team_sizes=self.team_sizes,
                                      overrides=trainer.env_spec["overrides"], seed=g.seed,
-                                     num_threads=trainer.config.num_threads)
+                                     num_threads=trainer.config.num_threads, replays=g.replays,
+                                     replay_dir=self.run_dir / "replays")
         for kind in ("main_exploiter", "league_exploiter"):
             if getattr(self.config, kind) is not None:
                 generation = current_generation(self.league.pool, kind)
@@ -251,12 +258,14 @@ class LeagueRun:
             if not learner.snapshot_due(self.league):
                 return None
             player = learner.snapshot(self.league, self.run_dir)
+            self._snapshots_new.append(player)
         if learner is self.main and self._gauntlet_due(player.step):
             with self.timer.measure("gauntlet"):
                 for record in self.gauntlet.play(player.player_id, snapshot_file(self.run_dir, player),
                                                  player.step):
                     self.league.store.record_gauntlet(record)
                     self._gauntlet_new.append(record)
+                self._replays_new.extend(self.gauntlet.take_saved())
             self._gauntlet_step = player.step
         return len(self.league.pool.snapshots(parent=learner.player_id)) - 1
 
@@ -334,20 +343,54 @@ class LeagueRun:
         return rows
 
     def log_views(self, log: Any, step: int, *, force: bool = False) -> None:
-        """Leaderboard table and payoff heatmap (``league/leaderboard``, ``league/payoff``), every
-        ``log_interval`` updates, or now with ``force``."""
+        """Every ``log_interval`` updates, or now with ``force``: the leaderboard table
+        (``league/leaderboard``), the payoff matrix as a heatmap chart (``league/payoff_heatmap``) and
+        a PNG (``league/payoff``), and one chart of every player's rating (``league/rating_curves``).
+        New snapshot files go to ``log.log_snapshot`` at every call (kept only where the logger is
+        told to). New gauntlet replays (``league.gauntlet.replays``) are drawn as GIFs beside their
+        files and go to ``log.log_video`` as ``replay/<reference>``."""
+        self._log_replays(log, step)
+        for player in self._snapshots_new:
+            log.log_snapshot(player.player_id, snapshot_file(self.run_dir, player), int(player.step or 0),
+                             {"parent": player.parent, "sha256": player.sha256})
+        self._snapshots_new = []
         if not (force or self._views_due()) or self._logged_views_at == self.updates:
             return
         self._logged_views_at = self.updates
-        from arena.league.view import plot_payoff_heatmap
+        from arena.league.view import RatingCurves, plot_payoff_heatmap
 
         with self.timer.measure("views"):
             rows = self.leaderboard()
-            log.log_table("league/leaderboard", list(LEADERBOARD_COLUMNS), rows, step)
+            log.log_table(LEADERBOARD_KEY, list(LEADERBOARD_COLUMNS), rows, step)
+            order = [r[1] for r in rows]
+            log.log_heatmap(PAYOFF_KEY, order, order, self.league.payoff.matrix(order), step,
+                            title="Payoff: row player's score against the column player", value_name="score")
             path = self.run_dir / PAYOFF_IMAGE
             path.parent.mkdir(parents=True, exist_ok=True)
-            image = plot_payoff_heatmap(self.league.payoff, [r[1] for r in rows], path)
-            log.log_image("league/payoff", image, step)
+            image = plot_payoff_heatmap(self.league.payoff, order, path)
+            log.log_image(PAYOFF_IMAGE_KEY, image, step)
+            if self._rating_curves is None:
+                store = self.league.store
+                self._rating_curves = RatingCurves.from_history(store.rating_history(), store.matches())
+            self._rating_curves.add(step, {r[1]: r[5] for r in rows})
+            log.log_line_series(RATINGS_KEY, self._rating_curves.series(), step,
+                                title="Rating (mu - 3 sigma) of every player", xname="learner step")
+
+    def _log_replays(self, log: Any, step: int) -> None:
+        if not self._replays_new:
+            return
+        from arena.league.gauntlet import metric_name
+        from arena.replay.animate import write_animation
+        from arena.replay.file import load_replay
+
+        with self.timer.measure("gauntlet"):
+            for reference, path in self._replays_new:
+                replay = load_replay(path)
+                gif = write_animation(replay, path.with_suffix(".gif"))
+                name = metric_name(reference).replace("gauntlet/", "replay/", 1)
+                snapshot = replay.extra.get("snapshot", path.stem)
+                log.log_video(name, gif, step, caption=f"{snapshot} vs {reference}")
+        self._replays_new = []
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -1,10 +1,11 @@
-"""Terminal and image views of a league store: leaderboard table, rating curves, payoff heatmap."""
+"""Terminal and image views of a league store: leaderboard table, rating curves, payoff heatmap; and the
+rating curves a training run sends to its logger (``RatingCurves``)."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -33,6 +34,8 @@ RATING_CURVES_PNG = "league_ratings.png"
 PAYOFF_PNG = "league_payoff.png"
 GAUNTLET_PNG = "league_gauntlet.png"
 _MAX_LABELLED = 16  # more players than this: no legend / cell labels, they would be unreadable
+# Points of the logged rating chart, all players together (a W&B table holds at most 10,000 rows).
+RATING_CHART_MAX_POINTS = 5000
 
 
 @dataclass(frozen=True)
@@ -96,16 +99,16 @@ def leaderboard_table(rows: Sequence[LeaderboardRow], title: str = "League leade
     return table
 
 
-def plot_rating_curves(
-    history: Sequence[RatingRow], matches: Sequence[MatchRecord], path: str | os.PathLike[str],
-    x: str = "match",
-) -> Path:
-    """PNG of each player's conservative rating after each of its matches, against match index or step."""
+Curves = dict[str, tuple[list[float], list[float]]]
+
+
+def rating_series(history: Sequence[RatingRow], matches: Sequence[MatchRecord], x: str = "match") -> Curves:
+    """{player: (xs, conservative ratings)}: each player's mu - 3 sigma after each of its matches, against
+    the match id or the learner step of the match (matches without a step are left out then)."""
     if x not in ("match", "step"):
         raise ValueError(f"x axis {x!r} must be 'match' or 'step'")
-    plt = _pyplot()
     step_of = {m.match_id: m.learner_step for m in matches}
-    curves: dict[str, tuple[list[float], list[float]]] = {}
+    curves: Curves = {}
     for row in history:
         xv = row.match_id if x == "match" else step_of.get(row.match_id)
         if xv is None:
@@ -113,6 +116,53 @@ def plot_rating_curves(
         xs, ys = curves.setdefault(row.player_id, ([], []))
         xs.append(float(xv))
         ys.append(row.mu - 3.0 * row.sigma)
+    return curves
+
+
+def thin(xs: Sequence[float], ys: Sequence[float], max_points: int) -> tuple[list[float], list[float]]:
+    """At most ``max_points`` (>= 2) of a curve, evenly spaced by index, the first and the last kept."""
+    if max_points < 2:
+        raise ValueError(f"max_points={max_points} must be at least 2")
+    if len(xs) <= max_points:
+        return list(xs), list(ys)
+    keep = np.unique(np.linspace(0, len(xs) - 1, max_points).round().astype(int))
+    return [xs[i] for i in keep], [ys[i] for i in keep]
+
+
+class RatingCurves:
+    """Every player's conservative rating against the learner's step, for one line chart of all players.
+
+    Starts from the store's rating history (so a resumed run's chart shows the whole league), then
+    gets one point per player each time ``add`` is called (at each logged view). ``series`` thins the
+    curves to ``max_points`` points in all (at least two per player).
+    """
+
+    def __init__(self, start: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None) -> None:
+        self.curves: Curves = {p: (list(xs), list(ys)) for p, (xs, ys) in (start or {}).items()}
+
+    @classmethod
+    def from_history(cls, history: Sequence[RatingRow], matches: Sequence[MatchRecord]) -> RatingCurves:
+        return cls(rating_series(history, matches, x="step"))
+
+    def add(self, step: int, ratings: Mapping[str, float]) -> None:
+        """Each player's rating at learner step ``step``."""
+        for player_id, value in ratings.items():
+            xs, ys = self.curves.setdefault(player_id, ([], []))
+            xs.append(float(step))
+            ys.append(float(value))
+
+    def series(self, max_points: int = RATING_CHART_MAX_POINTS) -> Curves:
+        per_player = max(2, max_points // max(1, len(self.curves)))
+        return {p: thin(xs, ys, per_player) for p, (xs, ys) in self.curves.items()}
+
+
+def plot_rating_curves(
+    history: Sequence[RatingRow], matches: Sequence[MatchRecord], path: str | os.PathLike[str],
+    x: str = "match",
+) -> Path:
+    """PNG of each player's conservative rating after each of its matches, against match index or step."""
+    curves = rating_series(history, matches, x=x)
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 5))
     for player_id, (xs, ys) in curves.items():
         ax.step(xs, ys, where="post", label=player_id)

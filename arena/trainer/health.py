@@ -11,7 +11,12 @@ Rules (thresholds in ``HealthThresholds``):
   entropy fell below ``entropy_collapse_ratio`` (25%) of its value at the first update: the policy
   became nearly deterministic before it had time to learn.
 
-Metric names are matched exactly or as the last part of a path (``losses/approx_kl``).
+Metric names are matched exactly, as the last part of a path (``losses/approx_kl``) or by their
+Stable-Baselines3 name (``train/approx_kl``, ``train/clip_fraction``, ``train/entropy_loss`` (minus
+the entropy), ...; see ``arena.trainer.metric_names``).
+
+The thresholds and the logging interval are set in the run config's ``health`` block
+(``HealthConfig``), e.g. ``python -m arena.train health.max_approx_kl=0.1 health.every_updates=20``.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
+
+from arena.trainer.metric_names import arena_value
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +53,37 @@ class HealthThresholds:
     entropy_collapse_window: float = 0.25  # ... before this fraction of training is a collapse
 
 
+@dataclass
+class HealthConfig:
+    """The ``health`` block of the run config: the thresholds of ``HealthThresholds`` and how often a
+    warning of each kind is logged (every ``every_updates`` updates at most; the dashboard and the
+    ``health/<kind>`` metrics show every update's warnings)."""
+
+    max_approx_kl: float = HealthThresholds.max_approx_kl
+    max_clipfrac: float = HealthThresholds.max_clipfrac
+    min_explained_variance: float = HealthThresholds.min_explained_variance
+    entropy_collapse_ratio: float = HealthThresholds.entropy_collapse_ratio
+    entropy_collapse_window: float = HealthThresholds.entropy_collapse_window
+    every_updates: int = 100
+
+    def validate(self) -> HealthConfig:
+        """Itself, or a ValueError naming the bad value and what is allowed."""
+        for f in fields(HealthThresholds):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"health.{f.name}={value!r} must be a finite number")
+        for name in ("entropy_collapse_ratio", "entropy_collapse_window"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"health.{name}={getattr(self, name)!r} must be between 0 and 1")
+        if isinstance(self.every_updates, bool) or not isinstance(self.every_updates, int) \
+                or self.every_updates < 1:
+            raise ValueError(f"health.every_updates={self.every_updates!r} must be an integer >= 1")
+        return self
+
+    def thresholds(self) -> HealthThresholds:
+        return HealthThresholds(**{f.name: float(getattr(self, f.name)) for f in fields(HealthThresholds)})
+
+
 @dataclass(frozen=True)
 class HealthWarning:
     kind: HealthKind
@@ -55,14 +93,10 @@ class HealthWarning:
 
 
 def find_metric(metrics: Mapping[str, Any], name: str) -> float | None:
-    """``metrics[name]``, else the value of a key ending in ``/name``; None when absent."""
-    if name in metrics:
-        return float(metrics[name])
-    suffix = "/" + name
-    for key, value in metrics.items():
-        if key.endswith(suffix):
-            return float(value)
-    return None
+    """``metrics[name]``, else the value of a key ending in ``/name``, else the value under its SB3 name
+    (``train/clip_fraction`` for ``clipfrac``, minus ``train/entropy_loss`` for ``entropy``); None when
+    absent."""
+    return arena_value(metrics, name)
 
 
 def check_health(
@@ -165,6 +199,24 @@ class HealthMonitor:
     across a resume with ``state_dict``/``load_state_dict``.
     """
 
+    @classmethod
+    def from_config(cls, config: HealthConfig | Mapping[str, Any] | None = None,
+                    log: logging.Logger | None = None) -> HealthMonitor:
+        """A monitor with the thresholds of the run config's ``health`` block (a ``HealthConfig``, a
+        mapping or an OmegaConf node of its keys; None: the defaults). Unknown keys are an error."""
+        if config is None:
+            config = HealthConfig()
+        elif not isinstance(config, HealthConfig):
+            values = _plain(config)
+            allowed = [f.name for f in fields(HealthConfig)]
+            unknown = sorted(set(values) - set(allowed))
+            if unknown:
+                names = ", ".join(map(repr, unknown))
+                raise ValueError(f"health has no {names}; valid keys: {', '.join(allowed)}")
+            config = HealthConfig(**values)
+        config.validate()
+        return cls(config.thresholds(), every_updates=config.every_updates, log=log)
+
     def __init__(
         self,
         thresholds: HealthThresholds | None = None,
@@ -201,6 +253,14 @@ class HealthMonitor:
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.initial_entropy = state["initial_entropy"]
         self.updates = int(state["updates"])
+
+
+def _plain(config: Any) -> dict[str, Any]:
+    try:
+        from omegaconf import OmegaConf
+    except ImportError:  # pragma: no cover - hydra brings omegaconf
+        return dict(config)
+    return dict(OmegaConf.to_container(config, resolve=True)) if OmegaConf.is_config(config) else dict(config)
 
 
 def health_metrics(warnings: list[HealthWarning]) -> dict[str, float]:

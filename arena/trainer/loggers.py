@@ -3,6 +3,21 @@
 ``make_logger(kind, run_dir, **cfg)`` returns a ``MultiLogger`` of the JSONL logger and the chosen
 one. W&B runs offline by itself when no API key is available (no ``WANDB_API_KEY`` and no netrc
 login), and never prompts for a login. wandb and tensorboard are imported only when used.
+
+What each logger does with each kind of record:
+
+=================  ======================  ==============================  ===========================
+method             JSONL (run_dir)         W&B                             TensorBoard
+=================  ======================  ==============================  ===========================
+log                metrics.jsonl           scalars against global_step     scalars
+log_table          tables.jsonl            wandb.Table                     markdown text
+log_image          images/, images.jsonl   wandb.Image                     image
+log_line_series    tables.jsonl (long)     one line chart, all series      nothing (see the scalars)
+log_heatmap        tables.jsonl (long)     heatmap chart over a Table      nothing (see the image)
+log_video          media.jsonl (the path)  wandb.Video                     nothing
+log_snapshot       nothing                 a model artifact, when          nothing
+                                           ``log_snapshots`` is on
+=================  ======================  ==============================  ===========================
 """
 
 from __future__ import annotations
@@ -24,8 +39,12 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-ImageLike = str | os.PathLike[str] | np.ndarray
+PathLike = str | os.PathLike[str]
+ImageLike = PathLike | np.ndarray
+# {series name: (xs, ys)}: e.g. each player's rating against the learner's steps
+Series = Mapping[str, tuple[Sequence[float], Sequence[float]]]
 RESERVED_KEYS = ("step", "wall_time")
+VIDEO_FORMATS = ("gif", "mp4", "webm", "ogg")
 
 
 def _as_float(key: str, value: Any) -> float:
@@ -66,6 +85,38 @@ def _image_array(image: ImageLike) -> np.ndarray:
     return array
 
 
+def _video_path(path: PathLike) -> Path:
+    """An existing video file of a format W&B plays, or a ValueError/FileNotFoundError naming it."""
+    path = Path(path)
+    if path.suffix.lower().lstrip(".") not in VIDEO_FORMATS:
+        raise ValueError(f"video {str(path)!r} must be a {', '.join(VIDEO_FORMATS)} file")
+    if not path.is_file():
+        raise FileNotFoundError(f"video file {path} does not exist")
+    return path
+
+
+def series_rows(series: Series) -> list[list[Any]]:
+    """``series`` in long form: one ``[x, name, y]`` row per point (non-finite points dropped)."""
+    rows = []
+    for name, (xs, ys) in series.items():
+        if len(xs) != len(ys):
+            raise ValueError(f"series {name!r} has {len(xs)} x values but {len(ys)} y values")
+        for x, y in zip(xs, ys, strict=True):
+            if math.isfinite(float(x)) and math.isfinite(float(y)):
+                rows.append([float(x), str(name), float(y)])
+    return rows
+
+
+def heatmap_rows(rows: Sequence[str], columns: Sequence[str], values: Any) -> list[list[Any]]:
+    """The cells of a heatmap as ``[row, column, value]``; NaN cells (no data) are left out."""
+    matrix = np.asarray(values, dtype=float)
+    if matrix.shape != (len(rows), len(columns)):
+        raise ValueError(f"heatmap values have shape {matrix.shape}, expected ({len(rows)}, {len(columns)}) "
+                         "for its rows and columns")
+    return [[str(r), str(c), float(matrix[i, j])] for i, r in enumerate(rows) for j, c in enumerate(columns)
+            if math.isfinite(matrix[i, j])]
+
+
 class Logger:
     """Base and interface of metric loggers. Every method is a no-op here."""
 
@@ -77,6 +128,22 @@ class Logger:
 
     def log_image(self, name: str, image: ImageLike, step: int) -> None:
         """An image file or array (H, W[, C]) (e.g. a payoff heatmap)."""
+
+    def log_line_series(self, name: str, series: Series, step: int, *, title: str = "",
+                        xname: str = "step") -> None:
+        """Several curves in one chart (e.g. every player's rating): ``{name: (xs, ys)}``. Each call
+        gives the whole curves so far; a chart shows the latest call."""
+
+    def log_heatmap(self, name: str, rows: Sequence[str], columns: Sequence[str], values: Any, step: int,
+                    *, title: str = "", value_name: str = "value") -> None:
+        """A matrix (e.g. the payoff table) of ``len(rows) x len(columns)`` values; NaN: no data."""
+
+    def log_video(self, name: str, path: PathLike, step: int, caption: str | None = None) -> None:
+        """A video file (GIF, MP4, WebM or Ogg), e.g. a match replay."""
+
+    def log_snapshot(self, player_id: str, path: PathLike, step: int,
+                     metadata: Mapping[str, Any] | None = None) -> None:
+        """A league snapshot file; only loggers told to keep files (W&B with ``log_snapshots``) do."""
 
     def close(self) -> None:
         """Flushes and releases resources; safe to call twice."""
@@ -96,7 +163,8 @@ class JsonlLogger(Logger):
     """Appends one JSON object per ``log`` call to ``run_dir/metrics.jsonl``, flushed per line.
 
     A line is ``{"step": ..., "wall_time": ..., <metric>: <value>, ...}``; NaN and inf are written as
-    null. Tables go to ``tables.jsonl`` and images to ``images/`` (listed in ``images.jsonl``).
+    null. Tables go to ``tables.jsonl`` (line series and heatmaps too, one row per point or cell), images
+    to ``images/`` (listed in ``images.jsonl``) and the paths of videos to ``media.jsonl``.
     """
 
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
@@ -136,6 +204,18 @@ class JsonlLogger(Logger):
         else:
             path = Path(image)
         self._write("images.jsonl", {"step": int(step), "name": name, "path": str(path)})
+
+    def log_line_series(self, name: str, series: Series, step: int, *, title: str = "",
+                        xname: str = "step") -> None:
+        self.log_table(name, [xname, "series", "y"], series_rows(series), step)
+
+    def log_heatmap(self, name: str, rows: Sequence[str], columns: Sequence[str], values: Any, step: int,
+                    *, title: str = "", value_name: str = "value") -> None:
+        self.log_table(name, ["row", "column", value_name], heatmap_rows(rows, columns, values), step)
+
+    def log_video(self, name: str, path: PathLike, step: int, caption: str | None = None) -> None:
+        record = {"step": int(step), "name": name, "kind": "video", "path": str(_video_path(path))}
+        self._write("media.jsonl", record | ({"caption": caption} if caption else {}))
 
     def close(self) -> None:
         self._closed = True
@@ -185,7 +265,12 @@ class WandbLogger(Logger):
 
     Metrics are plotted against ``global_step`` (a W&B step metric), so logs at an earlier step
     (e.g. from the league) are never dropped. ``console="off"`` because the dashboard owns the
-    terminal; ``settings`` adds any other ``wandb.Settings`` field.
+    terminal; ``settings`` adds any other ``wandb.Settings`` field. ``log_snapshots`` keeps every
+    league snapshot file as a W&B model artifact (off by default: they add up).
+
+    Line series are W&B's ``line_series`` chart and heatmaps a custom chart on W&B's heatmap preset
+    (``wandb/confusion_matrix/v1``) over a ``wandb.Table`` of (row, column, value), so the numbers
+    stay in the run as a table (``<name>_table``) beside the chart.
     """
 
     def __init__(
@@ -200,10 +285,14 @@ class WandbLogger(Logger):
         group: str | None = None,
         console: str = "off",
         settings: Mapping[str, Any] | None = None,
+        log_snapshots: bool = False,
     ) -> None:
         import wandb
 
+        if not isinstance(log_snapshots, bool):
+            raise ValueError(f"log_snapshots={log_snapshots!r} must be true or false")
         self._wandb = wandb
+        self.log_snapshots = log_snapshots
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.mode = resolve_wandb_mode(mode)
@@ -250,10 +339,61 @@ class WandbLogger(Logger):
         source = image if isinstance(image, np.ndarray) else str(image)
         self._run.log({name: self._wandb.Image(source), "global_step": int(step)})
 
+    def log_line_series(self, name: str, series: Series, step: int, *, title: str = "",
+                        xname: str = "step") -> None:
+        keys: list[str] = []
+        xs: list[list[float]] = []
+        ys: list[list[float]] = []
+        for key, points in series.items():
+            rows = series_rows({key: points})
+            if rows:  # an empty series would break wandb's chart
+                keys.append(str(key))
+                xs.append([x for x, _, _ in rows])
+                ys.append([y for _, _, y in rows])
+        if not keys:
+            return
+        chart = self._wandb.plot.line_series(xs=xs, ys=ys, keys=keys, title=title or name, xname=xname)
+        self._run.log({name: chart, "global_step": int(step)})
+
+    def log_heatmap(self, name: str, rows: Sequence[str], columns: Sequence[str], values: Any, step: int,
+                    *, title: str = "", value_name: str = "value") -> None:
+        cells = heatmap_rows(rows, columns, values)
+        table = self._wandb.Table(columns=["row", "column", value_name], data=cells)
+        chart = self._wandb.plot_table(
+            vega_spec_name="wandb/confusion_matrix/v1", data_table=table,
+            fields={"Actual": "row", "Predicted": "column", "nPredictions": value_name},
+            string_fields={"title": title or name})
+        self._run.log({name: chart, "global_step": int(step)})
+
+    def log_video(self, name: str, path: PathLike, step: int, caption: str | None = None) -> None:
+        video = _video_path(path)
+        media = self._wandb.Video(str(video), caption=caption, format=video.suffix.lower().lstrip("."))
+        self._run.log({name: media, "global_step": int(step)})
+
+    def log_snapshot(self, player_id: str, path: PathLike, step: int,
+                     metadata: Mapping[str, Any] | None = None) -> None:
+        if not self.log_snapshots:
+            return
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"snapshot file {path} of {player_id!r} does not exist")
+        artifact = self._wandb.Artifact(
+            name=artifact_name(player_id), type="model",
+            description=f"league snapshot {player_id} at learner step {int(step)}",
+            metadata={"player_id": player_id, "step": int(step), **dict(metadata or {})})
+        artifact.add_file(str(path), name=path.name)
+        self._run.log_artifact(artifact, aliases=["latest", f"step-{int(step)}"])
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
             self._run.finish()
+
+
+def artifact_name(player_id: str) -> str:
+    """A W&B artifact name for a player id (letters, digits, ``-``, ``_`` and ``.`` only), e.g.
+    ``learner:snap-000003`` -> ``learner-snap-000003``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", player_id).strip("-.") or "snapshot"
 
 
 def _plain(value: Any) -> Any:
@@ -318,6 +458,25 @@ class MultiLogger(Logger):
     def log_image(self, name: str, image: ImageLike, step: int) -> None:
         for each in self.loggers:
             each.log_image(name, image, step)
+
+    def log_line_series(self, name: str, series: Series, step: int, *, title: str = "",
+                        xname: str = "step") -> None:
+        for each in self.loggers:
+            each.log_line_series(name, series, step, title=title, xname=xname)
+
+    def log_heatmap(self, name: str, rows: Sequence[str], columns: Sequence[str], values: Any, step: int,
+                    *, title: str = "", value_name: str = "value") -> None:
+        for each in self.loggers:
+            each.log_heatmap(name, rows, columns, values, step, title=title, value_name=value_name)
+
+    def log_video(self, name: str, path: PathLike, step: int, caption: str | None = None) -> None:
+        for each in self.loggers:
+            each.log_video(name, path, step, caption)
+
+    def log_snapshot(self, player_id: str, path: PathLike, step: int,
+                     metadata: Mapping[str, Any] | None = None) -> None:
+        for each in self.loggers:
+            each.log_snapshot(player_id, path, step, metadata)
 
     def close(self) -> None:
         errors: list[Exception] = []

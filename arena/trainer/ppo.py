@@ -48,6 +48,7 @@ from arena.trainer.checkpoint import load_checkpoint as read_checkpoint
 from arena.trainer.config import PolicyConfig, TrainerConfig, config_from_dict
 from arena.trainer.experience import Experience, Minibatch
 from arena.trainer.kickstart import Kickstart, KickstartSchedule
+from arena.trainer.metric_names import sb3_metrics
 from arena.trainer.opponents import Matchmaker, Opponents
 from arena.trainer.rollout import RewardFn, Rollout
 from arena.trainer.stats import RolloutStats
@@ -266,7 +267,9 @@ class PPOTrainer:
         return out, error
 
     def mean_and_log(self) -> dict[str, float]:
-        """Metrics since the previous call: SPS, episodes, outcomes per opponent, losses, time split."""
+        """Metrics since the previous call: SPS, episodes, outcomes per opponent, losses, time split; and
+        the Stable-Baselines3 names of these (``train/approx_kl``, ``rollout/ep_rew_mean``, ``time/fps``,
+        ... see ``arena.trainer.metric_names``)."""
         now = time.perf_counter()
         elapsed = max(now - self._log_time, 1e-9)
         metrics: dict[str, float] = {
@@ -279,6 +282,7 @@ class PPOTrainer:
         metrics["time/other"] = max(0.0, elapsed - busy)
         metrics.update(self._losses)
         metrics.setdefault("learning_rate", self.learning_rate)
+        metrics.update(sb3_metrics(metrics))
         self._losses = {}
         self._log_time, self._log_step = now, self.global_step
         return metrics
