@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -44,6 +43,7 @@ import torch
 from torch import Tensor, nn
 
 from arena.agents.policy import Policy, policy_from_payload, read_torch_file
+from arena.atomic import atomic_path
 from arena.league.snapshots import sha256_file
 from arena.trainer.checkpoint import CHECKPOINT_FORMAT
 
@@ -332,18 +332,8 @@ def _quiet_deprecations() -> Iterator[None]:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Writes ``data`` to a temporary file beside ``path``, fsyncs it and renames it over ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 # ---------------------------------------------------------------------- command line

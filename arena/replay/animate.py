@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arena.replay.atomic import atomic_path
+from arena.atomic import atomic_path
 from arena.replay.file import Replay
 from arena.replay.scene import TEAM_COLOURS, Scene, build_scene
 

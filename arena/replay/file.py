@@ -51,8 +51,8 @@ from typing import Any
 
 import numpy as np
 
+from arena.atomic import atomic_path
 from arena.envs.outcomes import EndReason, Outcome
-from arena.replay.atomic import atomic_path
 
 FORMAT = "arena-replay"
 VERSION = 1

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.replay.atomic import atomic_path
+from arena.atomic import atomic_path
 from arena.replay.file import Replay
 from arena.replay.scene import TEAM_COLOURS, Scene, build_scene
 from arena.replay.viewer_page import PAGE

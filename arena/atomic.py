@@ -11,8 +11,9 @@ from pathlib import Path
 
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yields a temporary path beside ``path`` (same suffix); once the block succeeds the file is made
-    world-readable (0644) and renamed over ``path``; if it fails, the temporary file is removed."""
+    """Yields a temporary path beside ``path`` (same suffix); once the block succeeds the file is
+    flushed to disk, made world-readable (0644) and renamed over ``path``; if it fails, the temporary
+    file is removed. (Checkpoints and snapshots have their own writers, which also fsync the folder.)"""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
@@ -20,6 +21,11 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
