@@ -11,7 +11,7 @@ import pytest
 import arena
 from arena.envs.midrange_obs import FIGHTER, MISSILE, SELF, MidrangeObsLayout
 from arena.rewards import BUILTIN_TERMS, CompositeReward, Reward, RewardError, StepBatch, build_reward
-from arena.rewards.terms import Boundary, Closing, MissileClosing, Outcome, Pointing, Survival
+from arena.rewards.terms import Boundary, Closing, Energy, MissileClosing, Outcome, Pointing, Survival
 
 CLOSE_FIGHT = {"time_limit_s": 20.0, "spawn_distance_min_m": 4000.0, "spawn_distance_max_m": 6000.0}
 ALL_BUILTINS = {name: {"_target_": name} for name in BUILTIN_TERMS if name != "event"}
@@ -172,6 +172,21 @@ def test_zero_sum_pointing_is_my_pointing_minus_the_enemys_pointing_at_me():
         Pointing(zero_sum="yes")
 
 
+def test_energy_rewards_gaining_speed_and_zero_sum_energy_is_my_speed_minus_the_enemys():
+    slow, fast = fighter_obs(), fighter_obs()
+    slow[:, SELF.index("speed")], fast[:, SELF.index("speed")] = 0.6, 1.1
+    assert Energy(gamma=1.0)(midrange_batch(slow, fast))[0] == pytest.approx(0.5)
+    assert Energy(gamma=1.0)(midrange_batch(fast, slow))[0] == pytest.approx(-0.5)
+    MidrangeObsLayout((1, 1), 4).enemies(fast)[:, 0, FIGHTER.index("speed")] = 0.8
+    term = Energy(gamma=1.0, zero_sum=True)
+    assert term.potential(midrange_batch(fast, fast), fast)[0] == pytest.approx(0.3)
+    dead_enemy = fast.copy()
+    MidrangeObsLayout((1, 1), 4).enemies(dead_enemy)[:, 0, FIGHTER.index("alive")] = 0.0
+    assert term.potential(midrange_batch(dead_enemy, dead_enemy), dead_enemy)[0] == 0.0
+    with pytest.raises(RewardError, match="zero_sum"):
+        Energy(zero_sum=1)
+
+
 def test_closing_rewards_reducing_range_to_the_nearest_enemy():
     far, near = fighter_obs(enemy_range_10km=3.0), fighter_obs(enemy_range_10km=2.5)
     assert Closing(gamma=1.0)(midrange_batch(far, near))[0] == pytest.approx(0.5)
@@ -198,8 +213,9 @@ def test_missile_closing_potential_is_my_missiles_closing_minus_the_threats_clos
     assert term.potential(midrange_batch(dead, dead), dead)[0] == 0.0
 
 
-@pytest.mark.parametrize("term", [MissileClosing(gamma=0.99), Pointing(gamma=0.99, zero_sum=True)],
-                         ids=["missile_closing", "pointing_zero_sum"])
+@pytest.mark.parametrize("term", [MissileClosing(gamma=0.99), Pointing(gamma=0.99, zero_sum=True),
+                                  Energy(gamma=0.99, zero_sum=True)],
+                         ids=["missile_closing", "pointing_zero_sum", "energy_zero_sum"])
 def test_zero_sum_shaping_pays_one_side_of_a_duel_what_the_other_loses(term):
     env = arena.make("midrange", num_envs=4, num_threads=1, **{**CLOSE_FIGHT, "missile_max_time_s": 8.0})
     seen = 0.0

@@ -226,6 +226,34 @@ class Pointing(PotentialShaping):
         return np.where(valid, phi, 0.0).astype(np.float32)
 
 
+class Energy(PotentialShaping):
+    """Potential = my speed / VT (the fighter's terminal speed: the observation's own scale).
+
+    Speed is energy: a missile leaves the rail at the launcher's speed and reaches further, and a
+    fast fighter closes to its launch range sooner and drags a threat out of its reach. A fresh
+    policy that turns at random bleeds speed; this credits holding it. ``zero_sum=True`` subtracts
+    the nearest alive enemy's speed (the energy advantage), so in 1v1 one side's potential is the
+    other's negative. Potential-based: it changes no optimal policy."""
+
+    def __init__(
+        self, gamma: float | None = None, bootstrap_truncation: bool | None = None, zero_sum: bool = False
+    ) -> None:
+        super().__init__(gamma, bootstrap_truncation)
+        if not isinstance(zero_sum, bool):
+            raise RewardError(f"zero_sum must be true or false, got {zero_sum!r}")
+        self.zero_sum = zero_sum
+
+    def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
+        layout = self.midrange_layout(batch)
+        me = layout.self_features(obs)
+        alive = me[:, SELF_ALIVE] > 0.5
+        phi = me[:, SELF_SPEED].astype(np.float32)
+        if self.zero_sum:  # with no alive enemy left there is no advantage to hold: 0
+            nearest, valid = self.nearest_enemy(batch, obs)
+            return np.where(valid, phi - nearest[:, ENEMY_SPEED], 0.0).astype(np.float32)
+        return np.where(alive, phi, 0.0).astype(np.float32)
+
+
 class Closing(PotentialShaping):
     """Potential = -(range to the nearest alive enemy) / ``range_scale_m``, capped at ``max_range_m``.
 
@@ -368,6 +396,7 @@ BUILTIN_TERMS: dict[str, type[Reward]] = {
     "stalemate": Stalemate,
     "survival": Survival,
     "pointing": Pointing,
+    "energy": Energy,
     "closing": Closing,
     "boundary": Boundary,
 }
