@@ -1,4 +1,4 @@
-"""Midrange physics through the compiled core, against DESIGN.md "Midrange air combat: the model".
+"""Midrange physics through the compiled core, against the game model of docs/midrange.md.
 
 Entities are placed with ``set_world_state`` and read back with ``world_state``; env 0 is used.
 """
@@ -65,7 +65,7 @@ def speed(ws: dict, i: int, kind: str = "fighter") -> float:
 
 
 def integrate(pos, vel, u: float, thrust: float, vt: float, rmin: float, ld: float, max_g: float):
-    """One semi-implicit Euler step of the DESIGN.md point mass (the test's own model)."""
+    """One semi-implicit Euler step of the docs/midrange.md point mass (the test's own model)."""
     cd0 = G / vt**2
     k = 1.0 / (4.0 * cd0 * ld**2)
     v2 = float(vel @ vel)

@@ -1,9 +1,10 @@
 """How far a midrange missile in flight can still gain on a target that runs straight away from it.
 
-The missile of DESIGN.md's model flies on ``dv/dt = thrust(t) - Cd0 v^2`` along its line of sight
-(induced drag from turning is left out), with thrust ``missile_thrust_g * g`` for the first
-``missile_burn_s`` of its flight and none after, ``Cd0 = g / missile_vt^2``. It dies when, burnt
-out, it is slower than ``missile_min_speed``, or at ``missile_max_time_s``. A target that flees
+The missile of the game model (docs/midrange.md, "Missile reach") flies on
+``dv/dt = thrust(t) - Cd0 v^2`` along its line of sight (induced drag from turning is left out),
+with thrust ``missile_thrust_g * g`` for the first ``missile_burn_s`` of its flight and none after,
+``Cd0 = g / missile_vt^2``. It dies when, burnt out, it is slower than ``missile_min_speed``, or
+at ``missile_max_time_s``. A target that flees
 straight away at speed ``u`` opens the range at ``u``; the missile gains ``v(t) - u`` per second,
 so its greatest gain ("reach") is reached where, burnt out, it has slowed to ``u``, or where it
 dies. A launch whose reach exceeds the range is inside the no-escape zone: dragging alone cannot

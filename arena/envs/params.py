@@ -1,7 +1,8 @@
 """Game parameters: every default of a game, its allowed range, and validation.
 
-Every number in DESIGN.md's game model is a keyword override of ``arena.make``; an unknown
-name or an out-of-range value raises ``ValueError`` naming it and what is allowed.
+Every number of the game model (docs/midrange.md, "Constants") is a keyword override of
+``arena.make``; an unknown name or an out-of-range value raises ``ValueError`` naming it and what
+is allowed.
 """
 
 from __future__ import annotations

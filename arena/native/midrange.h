@@ -1,5 +1,5 @@
 // Midrange air combat: beyond-visual-range missile fights on a 2-D plane.
-// DESIGN.md "Midrange air combat" is the specification; arena/envs/reference/midrange*.py
+// docs/midrange.md is the specification; arena/envs/reference/midrange*.py
 // is the NumPy twin of this file, operation for operation. Change both together.
 //
 // Everything here is host/device code: one call steps one env, so the CPU thread
@@ -166,7 +166,7 @@ ARENA_HD void reset(const Params& p, State& s) {
 
 // ---------------------------------------------------------------- physics
 
-// One semi-implicit Euler step of a point mass with the DESIGN.md aerodynamics.
+// One semi-implicit Euler step of a point mass (docs/midrange.md "Point-mass equations").
 // u is the turn command in [-1, 1] (positive turns left). The g limit caps the control itself:
 // |u_eff| <= max_g g Rmin / v^2, written here as |u| v^2 <= turn_cap (turn_cap = max_g g Rmin).
 // inv_rmin = 1 / Rmin. Branch-free, so that R may be a double (one env) or a vector of lanes
@@ -280,7 +280,7 @@ ARENA_HD bool try_launch(const Params& p, const Derived& d, const World& w, int 
   return true;
 }
 
-// Whether the match is over after a physics step, and why (DESIGN.md "Episode end").
+// Whether the match is over after a physics step, and why (docs/midrange.md "Episode end").
 // alive_team: fighters alive per team; any_ammo: an alive fighter has missiles left.
 ARENA_HD int8_t match_outcome(const Derived& d, const int* alive_team, bool any_ammo, bool any_missile,
                               int steps, int8_t* end_reason) {
