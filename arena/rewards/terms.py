@@ -202,13 +202,9 @@ class PotentialShaping(Reward):
         return nearest, alive & (nearest[:, ENEMY_ALIVE] > 0.5)
 
 
-class Pointing(PotentialShaping):
-    """Potential = cosine of the bearing to the nearest alive enemy (1 nose-on, -1 tail-on).
-
-    Rewards turning the nose toward the enemy, where missiles can be launched. ``zero_sum=True``
-    subtracts the enemy's own pointing at me (the cosine of the aspect): the classic angle
-    advantage, 2 with the enemy's tail in front of my nose, -2 the other way round, and in 1v1 one
-    side's potential is the other's negative. It also credits forcing the enemy to turn away."""
+class AdvantageShaping(PotentialShaping):
+    """Shaping on a quantity of mine that, with ``zero_sum=True``, has the nearest alive enemy's
+    counterpart subtracted (an advantage: in 1v1 one side's potential is the other's negative)."""
 
     def __init__(
         self, gamma: float | None = None, bootstrap_truncation: bool | None = None, zero_sum: bool = False
@@ -217,6 +213,15 @@ class Pointing(PotentialShaping):
         if not isinstance(zero_sum, bool):
             raise RewardError(f"zero_sum must be true or false, got {zero_sum!r}")
         self.zero_sum = zero_sum
+
+
+class Pointing(AdvantageShaping):
+    """Potential = cosine of the bearing to the nearest alive enemy (1 nose-on, -1 tail-on).
+
+    Rewards turning the nose toward the enemy, where missiles can be launched. ``zero_sum=True``
+    subtracts the enemy's own pointing at me (the cosine of the aspect): the classic angle
+    advantage, 2 with the enemy's tail in front of my nose, -2 the other way round, and in 1v1 one
+    side's potential is the other's negative. It also credits forcing the enemy to turn away."""
 
     def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
         nearest, valid = self.nearest_enemy(batch, obs)
@@ -226,7 +231,7 @@ class Pointing(PotentialShaping):
         return np.where(valid, phi, 0.0).astype(np.float32)
 
 
-class Energy(PotentialShaping):
+class Energy(AdvantageShaping):
     """Potential = my speed / VT (the fighter's terminal speed: the observation's own scale).
 
     Speed is energy: a missile leaves the rail at the launcher's speed and reaches further, and a
@@ -234,14 +239,6 @@ class Energy(PotentialShaping):
     policy that turns at random bleeds speed; this credits holding it. ``zero_sum=True`` subtracts
     the nearest alive enemy's speed (the energy advantage), so in 1v1 one side's potential is the
     other's negative. Potential-based: it changes no optimal policy."""
-
-    def __init__(
-        self, gamma: float | None = None, bootstrap_truncation: bool | None = None, zero_sum: bool = False
-    ) -> None:
-        super().__init__(gamma, bootstrap_truncation)
-        if not isinstance(zero_sum, bool):
-            raise RewardError(f"zero_sum must be true or false, got {zero_sum!r}")
-        self.zero_sum = zero_sum
 
     def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
         layout = self.midrange_layout(batch)
