@@ -64,7 +64,7 @@ class Gauntlet:
                 raise ValueError("gauntlet replays need a replay_dir")
         self.replays = replays
         self.replay_dir = None if replay_dir is None else Path(replay_dir)
-        self.saved: list[tuple[str, Path]] = []  # (reference, replay file) saved since last taken
+        self.saved: list[tuple[str, Path, Any]] = []  # (reference, file, Replay) saved since last taken
         self.games, self.game, self.team_sizes = int(games), game, tuple(team_sizes)
         self.overrides = dict(overrides or {})
         self.seed, self.num_threads = int(seed), num_threads
@@ -113,11 +113,11 @@ class Gauntlet:
         for i, replay in enumerate(replays):
             replay.extra["snapshot"], replay.extra["reference"] = player_id, reference
             path = save_replay(replay, self.replay_dir / f"{stem}{'' if i == 0 else f'-{i + 1}'}.npz")
-            self.saved.append((reference, path))
+            self.saved.append((reference, path, replay))
             logger.info("gauntlet replay %s", path)
 
-    def take_saved(self) -> list[tuple[str, Path]]:
-        """(reference, replay file) of every replay saved since the last call."""
+    def take_saved(self) -> list[tuple[str, Path, Any]]:
+        """(reference, replay file, ``Replay``) of every replay saved since the last call."""
         saved, self.saved = self.saved, []
         return saved
 

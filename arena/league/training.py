@@ -98,7 +98,7 @@ class LeagueRun:
         self.gauntlet: Gauntlet | None = None
         self._gauntlet_step: int | None = None  # learner step of the last snapshot that played it
         self._gauntlet_new: list[Any] = []  # results not yet in the metrics
-        self._replays_new: list[tuple[str, Path]] = []  # gauntlet replays not yet sent to the loggers
+        self._replays_new: list[tuple[str, Path, Any]] = []  # gauntlet replays not yet sent to the loggers
         self._snapshots_new: list[Player] = []  # snapshots not yet given to the logger
         self._rating_curves: Any = None  # a view.RatingCurves, read from the store at the first view
 
@@ -381,11 +381,9 @@ class LeagueRun:
             return
         from arena.league.gauntlet import metric_name
         from arena.replay.animate import write_animation
-        from arena.replay.file import load_replay
 
         with self.timer.measure("gauntlet"):
-            for reference, path in self._replays_new:
-                replay = load_replay(path)
+            for reference, path, replay in self._replays_new:
                 gif = write_animation(replay, path.with_suffix(".gif"))
                 name = metric_name(reference).replace("gauntlet/", "replay/", 1)
                 snapshot = replay.extra.get("snapshot", path.stem)
