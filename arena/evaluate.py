@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--envs", type=int, default=None, help="parallel envs (default min(games, 256))")
     p.add_argument("--seed", type=int, default=0, help="seed of spawns and players (default 0)")
     p.add_argument("--threads", type=int, default=None, help="core threads (default: all CPUs)")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                   help="where the matches are stepped and the policies run (default cpu; cuda needs a "
+                   "CUDA build of the core and a GPU)")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="threads for policy inference (default 1: evaluation batches are small, and more "
                    "threads contend with the core's own thread pool)")
@@ -88,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.torch_threads)
+        if args.device == "cuda":
+            _check_cuda(args.game)
         if args.league is not None:
             if args.players:
                 raise ValueError("give either two players or --league RUN_DIR, not both")
@@ -101,6 +106,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _check_cuda(game: str) -> None:
+    """Refuses --device cuda up front, with the core's or torch's reason, where it cannot run."""
+    import arena
+
+    try:
+        arena.make(game, num_envs=1, device="cuda").close()
+    except RuntimeError as exc:
+        raise ValueError(f"--device cuda: {exc}") from None
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch sees no usable GPU for the policies; use --device cpu")
+
+
 def _settings(args: argparse.Namespace, games: int) -> Any:
     from arena.evaluation.runner import MatchSettings, SprtSettings
 
@@ -108,7 +127,7 @@ def _settings(args: argparse.Namespace, games: int) -> Any:
     return MatchSettings(
         game=args.game, team_sizes=(args.team_sizes[0], args.team_sizes[1]), games=games,
         num_envs=args.envs, seed=args.seed, num_threads=args.threads, overrides=_overrides(args.overrides),
-        deterministic=args.deterministic, sprt=sprt,
+        deterministic=args.deterministic, sprt=sprt, device=args.device,
     )
 
 

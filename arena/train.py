@@ -31,6 +31,11 @@ and at exit, Ctrl-C included) and ``metrics.jsonl``;
 with a league also ``league.sqlite`` (players, every match, rating history: the league's source of
 truth, which a resumed run reloads) and ``league/snapshots/<player>.pt``
 (``python -m arena.league show RUN_DIR`` prints the leaderboard).
+
+Data-parallel (``docs/scaling.md``): ``torchrun --nproc_per_node=N -m arena.train [...]`` runs N ranks
+of one run: ``trainer.num_envs`` is the run's total, split among the ranks; gradients are averaged with
+DDP; rank 0 holds the run directory (lock, league, loggers, dashboard, checkpoints) and decides the
+matchmaking for every rank.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from typing import Any
 
 logger = logging.getLogger("arena.train")
 
-ENV_META_KEYS = ("name", "team_sizes")
+ENV_META_KEYS = ("name", "team_sizes", "device")
 
 
 def _plain(node: Any) -> Any:
@@ -113,6 +118,7 @@ def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
         "game": env["name"],
         "team_sizes": tuple(env["team_sizes"]),
         "env_overrides": {k: v for k, v in env.items() if k not in ENV_META_KEYS},
+        "env_device": str(env.get("device", "cpu")),
         "reward_fn": build_reward_fn(cfg),
         "matchmaker": FixedMix(
             opponent_mix(list(cfg.opponents.players), list(cfg.opponents.weights)),
@@ -124,10 +130,11 @@ def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
 
 
 def build_trainer(
-    cfg: Any, run_dir: Path, resume_path: Path | None = None, matchmaker: Any = None
+    cfg: Any, run_dir: Path, resume_path: Path | None = None, matchmaker: Any = None, collective: Any = None
 ) -> tuple[Any, dict[str, Any]]:
     """A new trainer as configured, or one restored from ``resume_path``; and its components.
-    ``matchmaker`` replaces the configured opponent mix (a league's matchmaker)."""
+    ``matchmaker`` replaces the configured opponent mix (a league's matchmaker); ``collective``: this
+    process is a rank of a data-parallel run (``arena.trainer.distributed``)."""
     from arena.trainer.ppo import RESUME_OVERRIDES, PPOTrainer
 
     parts = build_components(cfg, run_dir)
@@ -142,6 +149,8 @@ def build_trainer(
             env_overrides=parts["env_overrides"],
             reward_fn=parts["reward_fn"],
             matchmaker=parts["matchmaker"],
+            collective=collective,
+            env_device=parts["env_device"],
         )
         return trainer, parts
     logger.info("resuming from %s", resume_path)
@@ -150,6 +159,8 @@ def build_trainer(
         reward_fn=parts["reward_fn"],
         matchmaker=parts["matchmaker"],
         config_overrides={key: getattr(parts["trainer_config"], key) for key in RESUME_OVERRIDES},
+        collective=collective,
+        env_device=parts["env_device"],
     )
     return trainer, parts
 
@@ -182,57 +193,77 @@ def open_league(cfg: Any, run_dir: Path, resuming: bool = False, learner_checkpo
                      learner_checkpoints=learner_checkpoints)
 
 
-def run(cfg: Any) -> Path:
-    """Trains as configured (holding the run directory's lock); returns the run directory."""
+def run(cfg: Any, collective: Any = None) -> Path:
+    """Trains as configured (holding the run directory's lock); returns the run directory. With
+    ``collective`` this process is one rank of a data-parallel run: rank 0 chooses the run directory
+    and the checkpoint to resume, and holds the lock."""
     from arena.trainer.run_lock import RunLock
 
-    run_dir = resolve_run_dir(cfg)
-    resume_path = resolve_resume(cfg.trainer.resume, run_dir, explicit_run_dir=bool(cfg.run_dir),
-                                 league=cfg.league is not None)
-    if resume_path is not None and not cfg.run_dir:
-        run_dir = resume_path.parent.parent
-    run_dir.mkdir(parents=True, exist_ok=True)
+    main = collective is None or collective.is_main
+    found: tuple[str, str | None] | BaseException | None = None
+    if main:
+        try:
+            run_dir = resolve_run_dir(cfg)
+            resume_path = resolve_resume(cfg.trainer.resume, run_dir, explicit_run_dir=bool(cfg.run_dir),
+                                         league=cfg.league is not None)
+            if resume_path is not None and not cfg.run_dir:
+                run_dir = resume_path.parent.parent
+            run_dir.mkdir(parents=True, exist_ok=True)
+            found = (str(run_dir), None if resume_path is None else str(resume_path))
+        except (ValueError, FileNotFoundError) as exc:
+            found = exc
+    if collective is not None:
+        found = collective.from_main(found if main else None)
+    if isinstance(found, BaseException):
+        raise found
+    assert found is not None
+    run_dir, resume_path = Path(found[0]), None if found[1] is None else Path(found[1])
+    if not main:
+        return _train(cfg, run_dir, resume_path, collective)
     with RunLock(run_dir):  # one writer per run directory
-        return _train(cfg, run_dir, resume_path)
+        return _train(cfg, run_dir, resume_path, collective)
 
 
-def _train(cfg: Any, run_dir: Path, resume_path: Path | None) -> Path:
+def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = None) -> Path:
     from omegaconf import OmegaConf
 
     from arena.trainer.checkpoint import checkpoints_written
     from arena.trainer.dashboard import Dashboard
     from arena.trainer.health import HealthMonitor, health_metrics
-    from arena.trainer.loggers import make_logger
+    from arena.trainer.loggers import NoneLogger, make_logger
     from arena.trainer.opponents import FixedMix
 
+    main = collective is None or collective.is_main
     written = 0 if resume_path is None else checkpoints_written(resume_path)
-    league_run = open_league(cfg, run_dir, resuming=resume_path is not None or bool(cfg.trainer.resume),
-                             learner_checkpoints=written)
+    league_run = None
+    if main:  # rank 0 holds the league
+        league_run = open_league(cfg, run_dir, resuming=resume_path is not None or bool(cfg.trainer.resume),
+                                 learner_checkpoints=written)
     league_matchmaker = league_run.matchmaker() if league_run is not None else None
     try:
-        trainer, parts = build_trainer(cfg, run_dir, resume_path, matchmaker=league_matchmaker)
+        trainer, parts = build_trainer(cfg, run_dir, resume_path, matchmaker=league_matchmaker,
+                                       collective=collective)
         if league_run is not None:
             league_run.attach(trainer, make_reward=lambda: build_reward_fn(cfg))
     except BaseException:
         if league_run is not None:
             league_run.close()
         raise
-    OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
-    log = make_logger(
-        cfg.logger.kind,
-        run_dir,
-        **_logger_options(cfg, run_dir, trainer),
-    )
+    if main:
+        OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+    log = NoneLogger()  # ranks other than 0 log nothing
+    if main:
+        log = make_logger(cfg.logger.kind, run_dir, **_logger_options(cfg, run_dir, trainer))
     health = HealthMonitor.from_config(cfg.health)
     stages = parts["stages"]
 
     def set_mix(mix: Mapping[str, float]) -> None:
-        trainer.opponents.matchmaker = FixedMix(dict(mix), redraw=True, seed=trainer.config.seed + 1)
+        trainer.set_matchmaker(FixedMix(dict(mix), redraw=True, seed=trainer.config.seed + 1))
 
     total = trainer.config.total_timesteps
     interrupted = False
     try:
-        with Dashboard(total_steps=total, enabled=cfg.dashboard) as dashboard:
+        with Dashboard(total_steps=total, enabled=cfg.dashboard and main) as dashboard:
             while not trainer.done:
                 stages.apply(trainer.global_step, trainer, set_mix)
                 trainer.evaluate()
@@ -240,6 +271,8 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None) -> Path:
                 metrics = trainer.mean_and_log()
                 if league_run is not None:
                     metrics.update(league_run.after_update())
+                if not main:
+                    continue
                 warnings = health.update(metrics, progress=trainer.global_step / total)
                 metrics.update(health_metrics(warnings))
                 if stages.current is not None:
@@ -294,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     """The command line (``argv``: its arguments); the exit status: 0 done, 2 bad input (named on
     stderr). With ``-m`` it runs a sweep (see ``arena.sweep``)."""
     from arena.config import compose_run_config
+    from arena.trainer.distributed import Collective, launched_by_torchrun
     from arena.trainer.run_lock import RunDirInUseError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -315,11 +349,22 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if any(o.lstrip("+").startswith("sweep=") for o in overrides):
             logger.warning("a sweep preset without -m trains once with its fixed values; -m runs the sweep")
-        run_dir = run(cfg)
+        collective = Collective.join(str(cfg.trainer.device)) if launched_by_torchrun() else None
+        if collective is not None and not collective.is_main:
+            logging.getLogger().setLevel(logging.WARNING)  # rank 0 reports for the run
+        try:
+            run_dir = run(cfg, collective)
+        except BaseException:
+            if collective is not None:
+                collective.close(wait=False)
+            raise
+        if collective is not None:
+            collective.close()
     except (ValueError, FileNotFoundError, RunDirInUseError) as exc:
         print(f"arena.train: error: {exc}", file=sys.stderr)
         return 2
-    print(f"run directory: {run_dir}")
+    if collective is None or collective.is_main:
+        print(f"run directory: {run_dir}")
     return 0
 
 

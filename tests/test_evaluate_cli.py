@@ -95,3 +95,26 @@ def test_bad_game_settings_and_arguments_exit_2(capsys):
     assert main(["scripted:random", "scripted:random", "--game", "rpsw", "--set", "rounds"]) == 2
     assert main(["scripted:random", "--game", "rpsw"]) == 2
     assert main(["scripted:random", "scripted:random", "--game", "chess"]) == 2
+
+
+def test_device_cuda_without_a_usable_gpu_exits_2_saying_why(capsys):
+    from arena import _core
+
+    if _core.cuda_built and torch.cuda.is_available():
+        pytest.skip("a CUDA core and a GPU are here: --device cuda would run")
+    argv = ["scripted:random", "scripted:random", "--game", "rpsw", "--games", "4", "--device", "cuda"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --device cuda: ")
+    if not _core.cuda_built:
+        assert "no CUDA support" in err and "device='cpu'" in err
+
+
+def test_device_cpu_is_the_default_and_can_be_named(capsys):
+    argv = ["scripted:counter", "scripted:constant", "--game", "rpsw", "--games", "20", "--json"]
+    assert main(argv) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--device", "cpu"]) == 0
+    named = json.loads(capsys.readouterr().out)
+    wdl = ("wins", "draws", "losses")
+    assert [named[k] for k in wdl] == [default[k] for k in wdl]

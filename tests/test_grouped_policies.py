@@ -82,8 +82,9 @@ def test_bank_misuse_is_refused_by_name():
 
 def one_by_one(policies: dict[int, Policy], player_of_row: np.ndarray, obs: torch.Tensor,
                state: tuple[torch.Tensor, torch.Tensor], starts: torch.Tensor,
-               generator: torch.Generator) -> torch.Tensor:
-    """The reference: each player's own forward pass and sampling on its rows, in player order."""
+               noise: torch.Tensor) -> torch.Tensor:
+    """The reference: each player's own forward pass and sampling on its rows (with each row's
+    uniform numbers of the step), in player order."""
     actions = torch.full((len(obs), 3), -1, dtype=torch.int64)
     for p in sorted(policies):
         rows = torch.from_numpy(np.flatnonzero(player_of_row == p))
@@ -92,14 +93,14 @@ def one_by_one(policies: dict[int, Policy], player_of_row: np.ndarray, obs: torc
         row_state = (state[0][rows], state[1][rows])
         logits, _, (h, c) = policies[p].forward_step(obs[rows], row_state, starts[rows])
         state[0][rows], state[1][rows] = h, c
-        actions[rows] = policies[p].sample_actions(logits, generator)[0]
+        actions[rows] = policies[p].sample_actions(logits, noise=noise[rows])[0]
     return actions
 
 
 def test_league_opponents_take_the_actions_each_frozen_player_would_take_alone():
     """Real midrange observations from the compiled core, 12 frozen players plus mirror envs, three
     decisions (LSTM states carried): the grouped path draws the same actions as each player's own
-    forward pass and sampling with the same generator seed."""
+    forward pass and sampling with the same uniform numbers."""
     num_envs = 48
     env = arena.make("midrange", num_envs=num_envs, seed=3)
     obs_np, _ = env.reset(seed=3)
@@ -113,14 +114,15 @@ def test_league_opponents_take_the_actions_each_frozen_player_would_take_alone()
     opp.set_assignment(np.arange(num_envs), [names[i] for i in rng.integers(0, len(names), num_envs)])
     player_of_row = np.where(opp.learner_row_mask, 0, np.repeat(opp.player_of_env, 2))
     reference_state = (torch.zeros(2 * num_envs, 16), torch.zeros(2 * num_envs, 16))
-    grouped_gen, reference_gen = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    generator = torch.Generator().manual_seed(7)
     starts = torch.ones(2 * num_envs, dtype=torch.bool)
     for _ in range(3):
         obs = torch.from_numpy(obs_np.copy())
         actions = torch.full((2 * num_envs, 3), -1, dtype=torch.int64)
+        noise = torch.rand(2 * num_envs, 3, generator=generator)
         with torch.inference_mode():
-            opp.act(opp.groups(0, num_envs), obs_np, obs, starts, actions, grouped_gen)
-            expected = one_by_one(policies, player_of_row, obs, reference_state, starts, reference_gen)
+            opp.act(opp.groups(0, num_envs), obs_np, obs, starts, actions, noise)
+            expected = one_by_one(policies, player_of_row, obs, reference_state, starts, noise)
         assert torch.equal(actions, expected)
         assert (actions[~torch.from_numpy(opp.learner_row_mask)] >= 0).all()
         step_actions = np.where(actions.numpy() < 0, 0, actions.numpy()).astype(np.int32)

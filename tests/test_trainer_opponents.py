@@ -60,7 +60,8 @@ def test_each_opponent_acts_on_its_own_rows() -> None:
     opp.set_assignment(np.arange(4), ["zero", "three", "mirror", "three"])
     obs = np.zeros((8, 11), dtype=np.float32)
     actions = torch.full((8, 1), -1, dtype=torch.int64)
-    opp.act(opp.groups(0, 4), obs, torch.from_numpy(obs), torch.ones(8, dtype=torch.bool), actions, None)
+    opp.act(opp.groups(0, 4), obs, torch.from_numpy(obs), torch.ones(8, dtype=torch.bool), actions,
+            torch.rand(8, 1))
     assert actions.squeeze(1).tolist() == [-1, 0, -1, 3, -1, -1, -1, 3]
 
 
@@ -72,7 +73,8 @@ def test_a_frozen_policy_opponent_keeps_an_lstm_state_per_row() -> None:
     obs = np.random.default_rng(0).normal(size=(8, 11)).astype(np.float32)
     actions = torch.zeros(8, 1, dtype=torch.int64)
     with torch.inference_mode():
-        opp.act(opp.groups(0, 4), obs, torch.from_numpy(obs), torch.ones(8, dtype=torch.bool), actions, None)
+        opp.act(opp.groups(0, 4), obs, torch.from_numpy(obs), torch.ones(8, dtype=torch.bool), actions,
+                torch.rand(8, 1))
     h, _ = opp._state_for(8)
     assert bool(h[[1, 3, 5, 7]].abs().sum(1).gt(0).all()) and bool(h[[0, 2, 4, 6]].eq(0).all())
 

@@ -61,11 +61,20 @@ class MultiDiscreteHeads(nn.Module):
             flat = torch.addmm(self.pad_bias, flat.reshape(-1, flat.shape[-1]), self.spread)
         return torch.log_softmax(flat.reshape(*lead, self.dims, self.width), dim=-1)
 
-    def sample(self, flat: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
-        """Draws one action per row by inverse CDF: ``(actions int64 [n, dims], log_prob [n])``."""
+    def sample(
+        self, flat: Tensor, generator: torch.Generator | None = None, noise: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Draws one action per row by inverse CDF: ``(actions int64 [n, dims], log_prob [n])``.
+        ``noise``: the uniform numbers to use (``[n, dims]`` in [0, 1)) instead of drawing them."""
         logp = self.log_softmax(flat)
         cdf = logp.exp().cumsum(dim=-1)
-        u = torch.rand(cdf.shape[:-1] + (1,), generator=generator, device=flat.device, dtype=cdf.dtype)
+        if noise is None:
+            u = torch.rand(cdf.shape[:-1] + (1,), generator=generator, device=flat.device, dtype=cdf.dtype)
+        else:
+            if noise.shape != cdf.shape[:-1]:
+                raise ValueError(f"sampling noise of shape {tuple(noise.shape)}: these logits need "
+                                 f"{tuple(cdf.shape[:-1])} (rows, action dims)")
+            u = noise.to(cdf.dtype).unsqueeze(-1)
         actions = torch.minimum((cdf < u).sum(dim=-1), self.last_index)  # rounding can overshoot
         return actions, logp.gather(-1, actions.unsqueeze(-1)).squeeze(-1).sum(-1)
 
@@ -254,10 +263,11 @@ class Policy(nn.Module):
     # ------------------------------------------------------------------ action distribution
 
     def sample_actions(
-        self, logits: Logits, generator: torch.Generator | None = None
+        self, logits: Logits, generator: torch.Generator | None = None, noise: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        """``(actions int64 [n, dims], log_prob [n])`` drawn from the heads' categoricals."""
-        return self.heads.sample(self._flat(logits), generator)
+        """``(actions int64 [n, dims], log_prob [n])`` drawn from the heads' categoricals (with
+        ``noise``, uniform numbers ``[n, dims]``, instead of drawing from ``generator``)."""
+        return self.heads.sample(self._flat(logits), generator, noise)
 
     def log_prob(self, logits: Logits, actions: Tensor) -> Tensor:
         """Log-probability of ``actions`` (summed over the action dimensions)."""

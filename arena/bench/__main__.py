@@ -12,6 +12,7 @@ COMMANDS = {
     "learn": ("arena.bench.learn", "win rate against the heuristic pilot over 15 minutes of training"),
     "league": ("arena.bench.league", "share of training wall time in league work, selfplay midrange 1v1"),
     "evaluate": ("arena.bench.evaluate", "evaluation matches/s, midrange 1v1: scripted and LSTM players"),
+    "ddp": ("arena.bench.ddp", "data-parallel training, 1 rank vs 2 (gloo): parameters equal, SPS"),
     "crash": ("arena.bench.crash", "SIGKILL a league run at random moments, resume it, check the league"),
 }
 

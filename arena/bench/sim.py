@@ -18,14 +18,23 @@ This machine's speed drifts by tens of percent within a minute, so the 1- and 2-
 are timed in turns (1, 2, 1, 2, ...) and each figure is the median over the turns, with the
 best turn beside it; the scaling compares turns taken side by side. The NumPy reference is
 timed with 256 envs (as earlier runs of this bench) and with as many envs as the core.
+
+``--device cuda`` times the GPU path instead: physics steps/s of 1v1 and 4v4 batches of 16k, 64k,
+256k and 1M envs (``--cuda-envs``) stepped with ``VectorEnv.step_envs_tensor`` on random actions
+already on the GPU (a tape of eight batches checked once; no host copy and no wait per step), the
+GPU waited for at the end of each turn. Beside each GPU figure: this machine's CPU core on the same
+workload with ``--envs`` envs and every thread, for comparison. Without a CUDA build of the core
+and a usable GPU it exits with code 2 and says why.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +44,7 @@ from arena import _core
 SEED = 1
 WARMUP = 40  # decisions before the first timed turn
 WORKLOADS = ("random", "pilots")
+CUDA_ENVS = (16_384, 65_536, 262_144, 1_048_576)
 
 
 def random_actions(rng: np.random.Generator, rows: int, fire_prob: float) -> np.ndarray:
@@ -140,6 +150,85 @@ def interleaved(cores: dict[int, CoreRunner], repeats: int,
     return rates, points
 
 
+def cuda_tape(rows: int, fire_prob: float) -> list[Any]:
+    """Eight batches of random actions on the GPU (as ``random_actions``), int32 [rows, 3]."""
+    import torch
+
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(0)
+    tape = []
+    for _ in range(8):
+        rudder = torch.randint(0, 5, (rows,), generator=gen, device="cuda", dtype=torch.int32)
+        throttle = torch.randint(0, 3, (rows,), generator=gen, device="cuda", dtype=torch.int32)
+        fire = (torch.rand(rows, generator=gen, device="cuda") < fire_prob).to(torch.int32)
+        tape.append(torch.stack([rudder, throttle, fire], dim=1).contiguous())
+    return tape
+
+
+def device_rate(team_sizes: tuple[int, int], num_envs: int, device: str, decisions: int, repeats: int,
+                fire_prob: float, threads: int | None = None) -> tuple[float, float]:
+    """(median, best) physics steps/s of ``num_envs`` matches on ``device`` stepped with
+    ``step_envs_tensor`` on a tape of actions on that device, over ``repeats`` turns of
+    ``decisions`` decisions; on CUDA the actions are checked once and the GPU is waited for only at
+    the end of each turn."""
+    import torch
+
+    env = arena.make("midrange", num_envs=num_envs, num_threads=threads, seed=SEED, team_sizes=team_sizes,
+                     device=device)
+    try:
+        if device == "cuda":
+            tape = cuda_tape(env.num_agents, fire_prob)
+        else:
+            tape = [torch.from_numpy(a) for a in random_tape(env.num_agents, 8, fire_prob)]
+        for a in tape:  # checks every batch of the tape once (and warms up)
+            env.step_envs_tensor(a, 0, num_envs)
+        for t in range(WARMUP):
+            env.step_envs_tensor(tape[t % len(tape)], 0, num_envs, check=False)
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        sync()
+        rates = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for t in range(decisions):
+                env.step_envs_tensor(tape[t % len(tape)], 0, num_envs, check=False)
+            sync()
+            rates.append(num_envs * env.params["frame_skip"] * decisions / (time.perf_counter() - start))
+    finally:
+        env.close()
+    return statistics.median(rates), max(rates)
+
+
+def cuda_main(args: argparse.Namespace) -> int:
+    """The GPU table (see the module docstring); exit code 2 where no GPU can step the core."""
+    try:
+        arena.make("midrange", num_envs=1, device="cuda").close()
+    except RuntimeError as err:
+        print(f"error: --device cuda: {err}", file=sys.stderr)
+        return 2
+    import torch
+
+    if not torch.cuda.is_available():
+        print("error: --device cuda: torch sees no usable GPU (the actions live in torch tensors)",
+              file=sys.stderr)
+        return 2
+    print(f"GPU: {torch.cuda.get_device_name()}; workload: random actions on the GPU, fire probability "
+          f"{args.fire_prob}; {args.cuda_decisions} decisions per turn, {args.repeats} turns")
+    print(f"{'game':6} {'envs':>9} {'GPU physics steps/s (best)':>28} {'agent dec/s':>12} "
+          f"{'CPU steps/s':>12} {'GPU/CPU':>8}")
+    for sizes in ((1, 1), (4, 4)):
+        label = f"{sizes[0]}v{sizes[1]}"
+        cpu, _ = device_rate(sizes, args.envs, "cpu", max(1, args.decisions // sum(sizes) * 2), args.repeats,
+                             args.fire_prob)
+        for envs in args.cuda_envs:
+            rate, best = device_rate(sizes, envs, "cuda", args.cuda_decisions, args.repeats, args.fire_prob)
+            per_agent = rate / 12 * sum(sizes)
+            print(f"{label:6} {envs:9d} {rate / 1e6:13.1f} M ({best / 1e6:8.1f} M) {per_agent / 1e6:9.2f} M "
+                  f"{cpu / 1e6:9.2f} M {rate / cpu:7.1f}x")
+        print(f"{label:6} CPU: this machine's core, {args.envs} envs, every thread: "
+              f"{cpu / 1e6:.2f} M physics steps/s")
+    return 0
+
+
 def describe_workload(workload: str, fire_prob: float) -> str:
     if workload == "random":
         return f"random actions, fire probability {fire_prob}"
@@ -160,12 +249,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fire-prob", type=float, default=0.5,
                         help="random workload: chance a fighter asks to fire each decision (0.5: uniform "
                         "random actions, about 11 missiles in flight per 1v1 match; 0: no missiles)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cpu (default): the CPU tables; cuda: the GPU table (needs a CUDA build and "
+                        "a GPU)")
+    parser.add_argument("--cuda-envs", type=int, nargs="+", default=list(CUDA_ENVS),
+                        help="--device cuda: batch sizes to time (default 16k 64k 256k 1M)")
+    parser.add_argument("--cuda-decisions", type=int, default=50,
+                        help="--device cuda: decisions per timed turn")
     args = parser.parse_args(argv)
     for name in ("envs", "decisions", "repeats", "reference_envs", "reference_decisions"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if args.reference_envs > args.envs:
         parser.error(f"--reference-envs {args.reference_envs} must not exceed --envs {args.envs}")
+    if args.device == "cuda":
+        from arena.envs.registry import MAX_ENVS
+
+        if args.cuda_decisions < 1 or any(not 1 <= n <= MAX_ENVS for n in args.cuda_envs):
+            parser.error(f"--cuda-decisions must be at least 1 and --cuda-envs in [1, {MAX_ENVS}]")
+        return cuda_main(args)
 
     from arena.envs.registry import build_params
 

@@ -25,6 +25,8 @@ How the games are laid out, and why:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -74,8 +76,11 @@ class MatchSettings:
     overrides: Mapping[str, Any] = field(default_factory=dict)
     deterministic: bool = False  # policies take their most likely action instead of sampling
     sprt: SprtSettings | None = None
+    device: str = "cpu"  # where the matches are stepped and the policies run: "cpu" or "cuda"
 
     def __post_init__(self) -> None:
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device={self.device!r} is not allowed: use 'cpu' or 'cuda'")
         if isinstance(self.games, bool) or not isinstance(self.games, int) or self.games < 1:
             raise ValueError(f"games={self.games!r} must be an integer >= 1")
         if self.num_envs is not None and (
@@ -199,9 +204,10 @@ def play_match(
     quota = np.repeat(pair_quota, 2)
     env = arena.make(
         settings.game, num_envs=num_envs, num_threads=settings.num_threads, seed=settings.seed,
-        team_sizes=settings.team_sizes, **dict(settings.overrides),
+        device=settings.device, team_sizes=settings.team_sizes, **dict(settings.overrides),
     )
     try:
+        a, b = on_device(a, settings.device), on_device(b, settings.device)
         for player in (a, b):
             check_fits(player, env)
         layout = paired_layout(env, settings.seed)
@@ -253,6 +259,20 @@ def play_match(
                 elapsed, steps, f", SPRT {verdict}" if verdict else "")
     return MatchResult(a.name, b.name, settings, wins, draws, losses, elapsed, steps, tuple(tally.matches),
                        verdict, llr, stopped_early, per_match)
+
+
+def on_device(player: ResolvedPlayer, device: str) -> ResolvedPlayer:
+    """``player`` with its policy on ``device`` (a copy: the caller's policy stays where it is);
+    scripted players and policies already there are returned as they are."""
+    policy = player.policy
+    if policy is None or next(policy.parameters()).device.type == device:
+        return player
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"player {player.name!r} cannot run on device='cuda': torch sees no usable GPU; "
+                           "use device='cpu'")
+    return dataclasses.replace(player, policy=copy.deepcopy(policy).to(device))
 
 
 def check_fits(player: ResolvedPlayer, env: Any) -> None:

@@ -107,6 +107,20 @@ class LeagueMatchmaker:
                                          learner_step=step, checkpoints=tags)
                 self.matches_recorded += 1
 
+    def source_of(self, player_id: str) -> str | None:
+        """Where another rank of a data-parallel run loads ``player_id`` from: a frozen snapshot's
+        file; None for the ids ``Opponents`` builds itself (scripted bots, the learner as ``mirror``)."""
+        from arena.league.player_cache import snapshot_file
+        from arena.trainer.opponents import SCRIPTED_PREFIX
+
+        if player_id == MIRROR or player_id.startswith(SCRIPTED_PREFIX):
+            return None
+        player = self.league.pool.get(player_id)
+        if player.path is None:
+            raise ValueError(f"player {player_id!r} ({player.kind}) plays with live weights, which only "
+                             "rank 0 holds: a data-parallel run can play frozen snapshots and scripted bots")
+        return str(snapshot_file(self.cache.run_dir, player))
+
     def assigned(self) -> set[str]:
         """League ids of the players assigned to some env now."""
         return {p for p in self.current if p is not None}

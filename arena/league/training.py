@@ -157,7 +157,8 @@ class LeagueRun:
         """Links the main learner's trainer (built with ``matchmaker()``) and starts the exploiters;
         ``make_reward`` builds a reward function for each exploiter's trainer."""
         matchmaker = self.matchmaker()
-        if trainer.opponents.matchmaker is not matchmaker:
+        asked = trainer.opponents.matchmaker
+        if getattr(asked, "inner", asked) is not matchmaker:  # a data-parallel run's rank 0 wraps it
             raise ValueError("attach() a trainer that was built with this LeagueRun's matchmaker()")
         _link(trainer, matchmaker)
         snap = self.config.snapshot
@@ -406,6 +407,12 @@ class LeagueRun:
 def _link(trainer: Any, matchmaker: LeagueMatchmaker) -> None:
     """Gives the matchmaker the trainer's sample count and the finished matches' lengths."""
     matchmaker.learner_step = lambda: int(trainer.global_step)
+    shared = trainer.opponents.matchmaker
     core = getattr(trainer.env, "_core", None)  # the env's output buffers, as the rollout reads them
-    if core is not None and hasattr(core, "episode_length"):
+    rollout = getattr(trainer, "rollout", None)
+    if callable(getattr(shared, "lengths", None)):  # data-parallel: gathered from every rank
+        matchmaker.match_lengths = shared.lengths
+    elif rollout is not None:  # the lengths where the env keeps them (its GPU buffers included)
+        matchmaker.match_lengths = rollout.match_lengths
+    elif core is not None and hasattr(core, "episode_length"):
         matchmaker.match_lengths = lambda envs: core.episode_length[envs]

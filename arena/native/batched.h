@@ -112,7 +112,7 @@ class Batched {
     }
     upload();
 #ifdef ARENA_WITH_CUDA
-    if (cuda_) cuda_->upload_outputs(out);  // the device's copies of the outputs cleared too
+    if (cuda_) cuda_->upload_outputs(out);  // the device's copies of the outputs cleared too (not final_obs)
 #endif
     release_states();
   }
@@ -123,8 +123,8 @@ class Batched {
   void step(const int32_t* actions, int begin, int end, const BatchBuffers& out) {
     std::lock_guard<std::mutex> lock(step_mutex_);
 #ifdef ARENA_WITH_CUDA
-    if (cuda_) {
-      cuda_->step(actions, begin, end, out);
+    if (cuda_) {  // outputs stay on the device: sync_host() copies them into `out`
+      cuda_->step(actions, begin, end);
       return;
     }
 #endif
@@ -154,6 +154,45 @@ class Batched {
     });
   }
 
+  // On a CUDA batch: steps envs [begin, end) with int32 actions [rows, action_dims] already in
+  // device memory (see CudaBatch::step_device). Throws on a CPU batch.
+  void step_device(const int32_t* device_actions, int begin, int end) {
+    std::lock_guard<std::mutex> lock(step_mutex_);
+#ifdef ARENA_WITH_CUDA
+    if (cuda_) {
+      cuda_->step_device(device_actions, begin, end);
+      return;
+    }
+#endif
+    (void)device_actions, (void)begin, (void)end;
+    throw std::runtime_error(not_on_cuda("step_device (device actions)"));
+  }
+
+  // Copies the outputs of envs [begin, end) from the device into `out` (the host buffers); nothing
+  // to do on the CPU, where `out` is where the envs write.
+  void sync_host(int begin, int end, const BatchBuffers& out) {
+#ifdef ARENA_WITH_CUDA
+    if (cuda_) {
+      std::lock_guard<std::mutex> lock(step_mutex_);
+      cuda_->sync_host(begin, end, out);
+    }
+#endif
+    (void)begin, (void)end, (void)out;
+  }
+
+  // The device output buffers of a CUDA batch; throws on a CPU batch.
+  BatchBuffers device_buffers() const {
+#ifdef ARENA_WITH_CUDA
+    if (cuda_) return cuda_->device_buffers();
+#endif
+    throw std::runtime_error(not_on_cuda("device buffers"));
+  }
+
+  static std::string not_on_cuda(const std::string& what) {
+    return what + ": only a batch made with device='cuda' has them; this batch runs on the CPU, where the "
+                  "outputs are the numpy buffers (obs, rewards, ...) and actions go to step()";
+  }
+
   // Host copies of the states, for world_state() and tests; upload() after editing, and
   // release_states() when done with them.
   std::vector<State>& states() {
@@ -179,10 +218,14 @@ class Batched {
       }
     }
   }
+  // Observes every env into out.obs (and, on a CUDA batch, uploads it: the device's obs too).
   void observe_all(const BatchBuffers& out) {
     for (int e = 0; e < num_envs_; ++e) {
       G::observe(ctx_, states_[e], env_slice(out, e, agents(), obs_dim(), G::num_events).obs);
     }
+#ifdef ARENA_WITH_CUDA
+    if (cuda_) cuda_->upload_obs(out.obs);
+#endif
   }
 
  private:

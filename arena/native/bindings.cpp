@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,10 +31,46 @@ T* data_of(py::array& a) {
 
 template <class T>
 py::array_t<T> zeros(std::vector<py::ssize_t> shape) {
+#ifdef ARENA_WITH_CUDA
+  // Page-aligned and a whole number of pages: a CUDA batch page-locks its host buffers with
+  // cudaHostRegister (CudaBatch::sync_host), which cannot lock two buffers that share a page.
+  constexpr size_t page = 4096;
+  size_t count = 1;
+  for (py::ssize_t n : shape) count *= static_cast<size_t>(n);
+  const size_t bytes = ((count * sizeof(T) + page - 1) / page + 1) * page;
+  void* mem = std::aligned_alloc(page, bytes);
+  if (mem == nullptr) throw std::bad_alloc();
+  std::memset(mem, 0, bytes);
+  py::capsule owner(mem, [](void* p) { std::free(p); });
+  return py::array_t<T>(shape, static_cast<T*>(mem), owner);
+#else
   py::array_t<T> a(shape);
   std::fill(a.mutable_data(), a.mutable_data() + a.size(), T(0));
   return a;
+#endif
 }
+
+// A device buffer of a CUDA batch, seen by torch, CuPy or Numba through __cuda_array_interface__
+// (version 3). It holds a reference to its batch, which owns the memory: a tensor made from it with
+// torch.as_tensor keeps the batch alive.
+struct DeviceBuffer {
+  py::object owner;
+  uintptr_t ptr;
+  std::vector<py::ssize_t> shape;
+  std::string typestr;
+
+  py::dict interface() const {
+    py::dict d;
+    d["shape"] = py::tuple(py::cast(shape));
+    d["typestr"] = typestr;
+    d["data"] = py::make_tuple(ptr, false);
+    d["version"] = 3;
+    d["strides"] = py::none();  // C order
+    // Every kernel and copy of the batch runs on the legacy default stream (cuda_batch.h).
+    d["stream"] = 1;
+    return d;
+  }
+};
 
 // The core's own guard on game parameters. arena.make validates every parameter against its
 // range first (arena/envs/params.py); these checks refuse, for callers of arena._core itself, the
@@ -163,10 +202,64 @@ class PyBatch {
     batch_.step(a, begin, end, out);
   }
 
-  Batched<G> batch_;
+  void check_range(int begin, int end) {
+    if (begin < 0 || end > batch_.num_envs() || begin > end) {
+      std::ostringstream msg;
+      msg << "env range [" << begin << ", " << end << ") is outside [0, " << batch_.num_envs()
+          << "): allowed 0 <= begin <= end <= " << batch_.num_envs();
+      throw py::value_error(msg.str());
+    }
+  }
+
+  // Steps envs [begin, end) of a CUDA batch with int32 actions [rows, action_dims] (C order) at
+  // device address `actions_ptr`; the values are not checked (VectorEnv.step_envs_tensor does).
+  void step_device(uintptr_t actions_ptr, int begin, int end) {
+    check_range(begin, end);
+    if (!batch_.on_cuda()) throw std::runtime_error(Batched<G>::not_on_cuda("step_device (device actions)"));
+    if (actions_ptr == 0) throw py::value_error("actions_ptr=0 is not a device address");
+    py::gil_scoped_release release;
+    batch_.step_device(reinterpret_cast<const int32_t*>(actions_ptr), begin, end);
+  }
+
+  // Copies the outputs of envs [begin, end) (end -1: every env) from the device into the numpy
+  // buffers; does nothing on a CPU batch.
+  void sync_host(int begin, int end) {
+    if (end == -1) end = batch_.num_envs();
+    check_range(begin, end);
+    BatchBuffers out = buffers();
+    py::gil_scoped_release release;
+    batch_.sync_host(begin, end, out);
+  }
+
+  // The numpy buffers are declared before the batch, so that the batch (which page-locks them on a
+  // CUDA batch, and unlocks them when it goes) is destroyed first.
   py::array obs, final_obs, rewards, terminals, truncations, events, outcome, end_reason, episode_length, done,
       actions;
+  Batched<G> batch_;
 };
+
+template <class G>
+py::dict device_buffers(py::object self) {
+  PyBatch<G>& b = self.cast<PyBatch<G>&>();
+  const BatchBuffers d = b.batch_.device_buffers();  // throws on a CPU batch
+  const py::ssize_t envs = b.batch_.num_envs();
+  const py::ssize_t rows = envs * b.batch_.agents(), dim = b.batch_.obs_dim();
+  auto buffer = [&](const void* ptr, std::vector<py::ssize_t> shape, const char* typestr) {
+    return DeviceBuffer{self, reinterpret_cast<uintptr_t>(ptr), std::move(shape), typestr};
+  };
+  py::dict out;
+  out["obs"] = buffer(d.obs, {rows, dim}, "<f4");
+  out["final_obs"] = buffer(d.final_obs, {rows, dim}, "<f4");
+  out["rewards"] = buffer(d.rewards, {rows}, "<f4");
+  out["terminals"] = buffer(d.terminals, {rows}, "|b1");
+  out["truncations"] = buffer(d.truncations, {rows}, "|b1");
+  out["events"] = buffer(d.events, {rows, G::num_events}, "<i4");
+  out["outcome"] = buffer(d.outcome, {envs}, "|i1");
+  out["end_reason"] = buffer(d.end_reason, {envs}, "|i1");
+  out["episode_length"] = buffer(d.episode_length, {envs}, "<i4");
+  out["done"] = buffer(d.done, {envs}, "|b1");
+  return out;
+}
 
 template <class G>
 py::class_<PyBatch<G>> bind_batch(py::module_& m, const char* name) {
@@ -204,7 +297,17 @@ py::class_<PyBatch<G>> bind_batch(py::module_& m, const char* name) {
             b.batch_.release_states();
           },
           py::arg("data"))
-      .def("step", &B::step, py::arg("actions"), py::arg("begin"), py::arg("end"))
+      .def("step", &B::step, py::arg("actions"), py::arg("begin"), py::arg("end"),
+           "Steps envs [begin, end). On a CUDA batch the outputs stay on the device: sync_host() "
+           "copies them into the numpy buffers.")
+      .def("step_device", &B::step_device, py::arg("actions_ptr"), py::arg("begin"), py::arg("end"),
+           "CUDA batch only: steps envs [begin, end) with int32 actions [rows, action_dims], C order, at "
+           "device address actions_ptr (values unchecked), on the legacy default stream.")
+      .def("sync_host", &B::sync_host, py::arg("begin") = 0, py::arg("end") = -1,
+           "Copies the outputs of envs [begin, end) (end -1: all) from the device into the numpy buffers "
+           "(page-locked on first use); nothing to do on a CPU batch.")
+      .def("device_buffers", &device_buffers<G>,
+           "CUDA batch only: name -> DeviceBuffer (__cuda_array_interface__) of each output buffer.")
       .def_property_readonly("num_envs", [](B& b) { return b.batch_.num_envs(); })
       .def_property_readonly("agents_per_env", [](B& b) { return b.batch_.agents(); })
       .def_property_readonly("obs_dim", [](B& b) { return b.batch_.obs_dim(); })
@@ -484,6 +587,18 @@ PYBIND11_MODULE(_core, m) {
   m.attr("cuda_built") = false;
 #endif
   m.attr("OBS_LAYOUT_VERSION") = 1;
+
+  py::class_<DeviceBuffer>(m, "DeviceBuffer", py::module_local())
+      .def_property_readonly("__cuda_array_interface__", &DeviceBuffer::interface)
+      .def_readonly("ptr", &DeviceBuffer::ptr)
+      .def_property_readonly("shape", [](const DeviceBuffer& b) { return py::tuple(py::cast(b.shape)); })
+      .def_readonly("typestr", &DeviceBuffer::typestr)
+      .def("__repr__", [](const DeviceBuffer& b) {
+        std::ostringstream out;
+        out << "DeviceBuffer(ptr=0x" << std::hex << b.ptr << std::dec << ", shape=" << shape_text(b.shape)
+            << ", typestr='" << b.typestr << "')";
+        return out.str();
+      });
 
   using P = midrange::Params;
   py::class_<P>(m, "MidrangeParams", py::module_local())

@@ -45,6 +45,15 @@ void copy_rows(T* dst, const T* src, long first, long count, cudaMemcpyKind kind
   if (count > 0) check(cudaMemcpy(dst + first, src + first, count * sizeof(T), kind), "cudaMemcpy");
 }
 
+// Asynchronous on the legacy default stream (the caller synchronises it once for all copies).
+template <class T>
+void copy_rows_async(T* dst, const T* src, long first, long count, cudaMemcpyKind kind) {
+  if (count > 0) {
+    check(cudaMemcpyAsync(dst + first, src + first, count * sizeof(T), kind, cudaStreamLegacy),
+          "cudaMemcpyAsync");
+  }
+}
+
 }  // namespace
 
 template <class G>
@@ -90,6 +99,8 @@ void CudaBatch<G>::free_all() {
 
 template <class G>
 CudaBatch<G>::~CudaBatch() {
+  cudaDeviceSynchronize();  // no copy into a host buffer may outlive its registration
+  for (void* p : registered_) cudaHostUnregister(p);
   free_all();
 }
 
@@ -99,7 +110,6 @@ void CudaBatch<G>::upload_outputs(const BatchBuffers& h) {
   const long dim = G::obs_dim(ctx_), ev = G::num_events;
   const auto h2d = cudaMemcpyHostToDevice;
   copy_rows(dev_.obs, h.obs, 0, rows * dim, h2d);
-  copy_rows(dev_.final_obs, h.final_obs, 0, rows * dim, h2d);
   copy_rows(dev_.rewards, h.rewards, 0, rows, h2d);
   copy_rows(dev_.terminals, h.terminals, 0, rows, h2d);
   copy_rows(dev_.truncations, h.truncations, 0, rows, h2d);
@@ -121,26 +131,84 @@ void CudaBatch<G>::download(State* host_states) {
 }
 
 template <class G>
-void CudaBatch<G>::step(const int32_t* host_actions, int begin, int end, const BatchBuffers& h) {
-  if (end <= begin) return;
-  const long agents = G::agents(ctx_), dim = G::obs_dim(ctx_), ev = G::num_events;
-  const long r0 = begin * agents, rn = (end - begin) * agents;
-  copy_rows(actions_, host_actions, r0 * G::action_dims, rn * G::action_dims, cudaMemcpyHostToDevice);
+void CudaBatch<G>::upload_obs(const float* host_obs) {
+  const long rows = static_cast<long>(num_envs_) * G::agents(ctx_);
+  copy_rows(dev_.obs, host_obs, 0, rows * G::obs_dim(ctx_), cudaMemcpyHostToDevice);
+}
+
+template <class G>
+void CudaBatch<G>::launch(const int32_t* device_actions, int begin, int end) {
   const int threads = 128;
   const int blocks = (end - begin + threads - 1) / threads;
-  step_kernel<G><<<blocks, threads>>>(ctx_, states_, actions_, dev_, begin, end);
+  step_kernel<G><<<blocks, threads, 0, cudaStreamLegacy>>>(ctx_, states_, device_actions, dev_, begin, end);
   check(cudaGetLastError(), "step kernel launch");
+}
+
+template <class G>
+void CudaBatch<G>::step(const int32_t* host_actions, int begin, int end) {
+  if (end <= begin) return;
+  const long agents = G::agents(ctx_);
+  const long r0 = begin * agents, rn = (end - begin) * agents;
+  // From pageable memory the copy is staged: the host buffer may change once this returns.
+  copy_rows_async(actions_, host_actions, r0 * G::action_dims, rn * G::action_dims, cudaMemcpyHostToDevice);
+  launch(actions_, begin, end);
+}
+
+template <class G>
+void CudaBatch<G>::step_device(const int32_t* device_actions, int begin, int end) {
+  if (end <= begin) return;
+  launch(device_actions, begin, end);
+}
+
+// Page-locks every host output buffer once. Where the driver refuses (memory it cannot lock, or a
+// range already registered by someone else), that buffer is copied from pageable memory instead:
+// slower, same bytes.
+template <class G>
+void CudaBatch<G>::pin_host(const BatchBuffers& h) {
+  pinned_ = true;
+  const long rows = static_cast<long>(num_envs_) * G::agents(ctx_);
+  const long dim = G::obs_dim(ctx_), ev = G::num_events;
+  const struct {
+    void* ptr;
+    size_t bytes;
+  } ranges[] = {{h.obs, rows * dim * sizeof(float)},
+                {h.final_obs, rows * dim * sizeof(float)},
+                {h.rewards, rows * sizeof(float)},
+                {h.terminals, rows * sizeof(uint8_t)},
+                {h.truncations, rows * sizeof(uint8_t)},
+                {h.events, rows * ev * sizeof(int32_t)},
+                {h.outcome, num_envs_ * sizeof(int8_t)},
+                {h.end_reason, num_envs_ * sizeof(int8_t)},
+                {h.episode_length, num_envs_ * sizeof(int32_t)},
+                {h.done, num_envs_ * sizeof(uint8_t)}};
+  for (const auto& r : ranges) {
+    if (r.bytes == 0) continue;
+    if (cudaHostRegister(r.ptr, r.bytes, cudaHostRegisterDefault) == cudaSuccess) {
+      registered_.push_back(r.ptr);
+    } else {
+      cudaGetLastError();  // clears the error: this buffer stays pageable
+    }
+  }
+}
+
+template <class G>
+void CudaBatch<G>::sync_host(int begin, int end, const BatchBuffers& h) {
+  if (end <= begin) return;
+  if (!pinned_) pin_host(h);
+  const long agents = G::agents(ctx_), dim = G::obs_dim(ctx_), ev = G::num_events;
+  const long r0 = begin * agents, rn = (end - begin) * agents;
   const auto d2h = cudaMemcpyDeviceToHost;
-  copy_rows(h.obs, dev_.obs, r0 * dim, rn * dim, d2h);
-  copy_rows(h.final_obs, dev_.final_obs, r0 * dim, rn * dim, d2h);
-  copy_rows(h.rewards, dev_.rewards, r0, rn, d2h);
-  copy_rows(h.terminals, dev_.terminals, r0, rn, d2h);
-  copy_rows(h.truncations, dev_.truncations, r0, rn, d2h);
-  copy_rows(h.events, dev_.events, r0 * ev, rn * ev, d2h);
-  copy_rows(h.outcome, dev_.outcome, begin, end - begin, d2h);
-  copy_rows(h.end_reason, dev_.end_reason, begin, end - begin, d2h);
-  copy_rows(h.episode_length, dev_.episode_length, begin, end - begin, d2h);
-  copy_rows(h.done, dev_.done, begin, end - begin, d2h);
+  copy_rows_async(h.obs, dev_.obs, r0 * dim, rn * dim, d2h);
+  copy_rows_async(h.final_obs, dev_.final_obs, r0 * dim, rn * dim, d2h);
+  copy_rows_async(h.rewards, dev_.rewards, r0, rn, d2h);
+  copy_rows_async(h.terminals, dev_.terminals, r0, rn, d2h);
+  copy_rows_async(h.truncations, dev_.truncations, r0, rn, d2h);
+  copy_rows_async(h.events, dev_.events, r0 * ev, rn * ev, d2h);
+  copy_rows_async(h.outcome, dev_.outcome, begin, end - begin, d2h);
+  copy_rows_async(h.end_reason, dev_.end_reason, begin, end - begin, d2h);
+  copy_rows_async(h.episode_length, dev_.episode_length, begin, end - begin, d2h);
+  copy_rows_async(h.done, dev_.done, begin, end - begin, d2h);
+  check(cudaStreamSynchronize(cudaStreamLegacy), "sync_host (a step kernel may have failed)");
 }
 
 template class CudaBatch<MidrangeGame>;

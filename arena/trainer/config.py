@@ -11,10 +11,14 @@ from arena.agents.scripted import PREFIX as SCRIPTED_PREFIX
 
 
 def available_cores() -> int:
+    """This process's share of the machine's cores: all of them, or an equal share of them for each
+    of the ranks torchrun started on this machine (``LOCAL_WORLD_SIZE``)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    return max(1, cores // ranks)
 
 
 @dataclass
@@ -38,9 +42,9 @@ class PolicyConfig:
 class TrainerConfig:
     """PPO+LSTM hyperparameters. Step counts are agent steps of learner rows (samples)."""
 
-    num_envs: int = 1024
-    num_threads: int | None = None  # simulator threads; None: every core
-    torch_threads: int | None = None  # torch intra-op threads; None: every core
+    num_envs: int = 1024  # the run's total: under torchrun each rank steps num_envs / ranks
+    num_threads: int | None = None  # simulator threads; None: every core (a rank: its share)
+    torch_threads: int | None = None  # torch intra-op threads; None: every core (a rank: its share)
     seed: int = 0
     device: str = "cpu"  # "cpu" or "cuda": where the policy runs and learns
     total_timesteps: int = 10_000_000

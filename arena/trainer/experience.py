@@ -93,11 +93,17 @@ class Experience:
     def learner_samples(self) -> int:
         return int(self.learner_mask.sum())
 
-    def learner_segments(self) -> Tensor:
-        """Ids of the segments with at least one learner step."""
-        has_learner = self.learner_mask.view(self.segments_per_row, self.horizon, self.rows).any(dim=1)
+    def segment_has_learner(self) -> Tensor:
+        """``[segments_per_row, rows]``: whether each segment holds a learner step."""
+        return self.learner_mask.view(self.segments_per_row, self.horizon, self.rows).any(dim=1)
+
+    def learner_segments(self, has_learner: Tensor | None = None) -> Tensor:
+        """Ids of the segments with at least one learner step; with ``has_learner`` (a
+        ``segment_has_learner()`` of more rows: every rank's, side by side), ids among those rows."""
+        if has_learner is None:
+            has_learner = self.segment_has_learner()
         if bool(has_learner.all()):
-            return torch.arange(self.num_segments, device=has_learner.device)
+            return torch.arange(has_learner.numel(), device=has_learner.device)
         return has_learner.reshape(-1).nonzero().squeeze(1)
 
     def minibatches(
@@ -108,13 +114,30 @@ class Experience:
         segments_per_minibatch: int,
         rng: np.random.Generator,
         teacher_actions: Tensor | None = None,
+        shard_rows: tuple[int, int] | None = None,
     ) -> Iterator[Minibatch]:
-        """One pass over ``segment_ids`` in a random order, in minibatches of whole segments."""
+        """One pass over ``segment_ids`` in a random order, in minibatches of whole segments.
+
+        ``shard_rows=(first, total)``: the ids are a data-parallel run's (rows ``[0, total)``, this
+        buffer holding rows ``[first, first + rows)``); each minibatch is the run's, of which this
+        buffer yields the segments it holds. A minibatch that holds none here yields one segment
+        with no learner step (weight 0), so that every rank takes part in every update."""
         order = torch.from_numpy(rng.permutation(len(segment_ids))).to(segment_ids.device)
         shuffled = segment_ids[order]
         for begin in range(0, len(shuffled), segments_per_minibatch):
-            yield self.gather(shuffled[begin : begin + segments_per_minibatch], advantages, returns,
-                              teacher_actions)
+            ids = shuffled[begin : begin + segments_per_minibatch]
+            if shard_rows is None:
+                yield self.gather(ids, advantages, returns, teacher_actions)
+                continue
+            first, total = shard_rows
+            block, row = ids // total, ids % total - first
+            here = (row >= 0) & (row < self.rows)
+            if bool(here.any()):
+                yield self.gather(block[here] * self.rows + row[here], advantages, returns, teacher_actions)
+            else:
+                mb = self.gather(ids[:1] * 0, advantages, returns, teacher_actions)
+                mb.learner_mask = torch.zeros_like(mb.learner_mask)
+                yield mb
 
     def gather(
         self, ids: Tensor, advantages: Tensor, returns: Tensor, teacher_actions: Tensor | None = None

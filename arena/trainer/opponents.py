@@ -196,6 +196,17 @@ class Opponents:
         if isinstance(agent, Policy) and architecture_key(agent) in self._banks:
             self._banks[architecture_key(agent)].drop(index)
 
+    @property
+    def collective(self) -> bool:
+        """Whether the matchmaker is asked at every half-step, finished envs or not (a data-parallel
+        run's ``SharedMatchmaker``: every rank asks in step)."""
+        return bool(getattr(self.matchmaker, "collective", False))
+
+    def has_player(self, player_id: str) -> bool:
+        """Whether ``player_id`` is registered and not released."""
+        index = self._index.get(player_id)
+        return index is not None and (index == 0 or self.players[index].agent is not None)
+
     def release_player(self, player_id: str) -> None:
         """Drops the agent of a player no env is assigned to (a cache evicting a frozen policy); it
         must be added again with ``add_player`` before an env is assigned to it."""
@@ -312,13 +323,13 @@ class Opponents:
         obs: Tensor,
         episode_start: Tensor,
         actions_out: Tensor,
-        generator: torch.Generator | None,
+        noise: Tensor,
     ) -> None:
         """Writes the opponents' actions for ``groups`` into ``actions_out`` (int64 [rows, dims]).
 
         ``obs_np`` is the env's observation buffer (every row); ``obs`` and ``episode_start`` the
-        same rows as tensors on the policy device. The frozen policies of one architecture draw
-        their random numbers in ascending player index, as if each had sampled on its own.
+        same rows as tensors on the policy device; ``noise`` every row's uniform numbers of this step
+        (``[rows, action dims]``, see ``arena.trainer.rollout``), with which the frozen policies sample.
         """
         for batch in groups.policies:
             h, c = self._state_for(batch.key[3])
@@ -331,13 +342,14 @@ class Opponents:
             c.index_copy_(0, rows, c_new)
             sampler = self.players[batch.players[0]].agent
             assert isinstance(sampler, Policy)
-            acts, _ = sampler.sample_actions(logits, generator)  # the heads are the same for the batch
+            acts, _ = sampler.sample_actions(logits, noise=noise.index_select(0, rows))  # same heads
             actions_out[batch.rows_np] = acts.to(actions_out.device)
         for p, rows_np in groups.scripted:
             agent = self.players[p].agent
             assert agent is not None and not isinstance(agent, Policy)
             acts_np = np.asarray(agent.act(obs_np[rows_np]))
-            actions_out[rows_np] = torch.from_numpy(acts_np.astype(np.int64, copy=False))
+            acts = torch.from_numpy(acts_np.astype(np.int64, copy=False))
+            actions_out[rows_np] = acts.to(actions_out.device)
 
     def _state_for(self, lstm_size: int) -> tuple[Tensor, Tensor]:
         # One state per LSTM size is enough: a row has one player at a time and switches only at

@@ -31,6 +31,7 @@ import logging
 import math
 import random
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,10 +47,11 @@ from arena.trainer.advantage import compute_gae
 from arena.trainer.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointError, atomic_save
 from arena.trainer.checkpoint import load_checkpoint as read_checkpoint
 from arena.trainer.config import PolicyConfig, TrainerConfig, config_from_dict
+from arena.trainer.distributed import Collective, Shard
 from arena.trainer.experience import Experience, Minibatch
 from arena.trainer.kickstart import Kickstart, KickstartSchedule
 from arena.trainer.metric_names import sb3_metrics
-from arena.trainer.opponents import Matchmaker, Opponents
+from arena.trainer.opponents import MIRROR, FixedMix, Matchmaker, Opponents
 from arena.trainer.rollout import RewardFn, Rollout
 from arena.trainer.stats import RolloutStats
 
@@ -69,6 +71,10 @@ class PPOTrainer:
     policy (``policy_config``). ``reward_fn(StepBatch) -> (total, terms)`` shapes the training reward
     (None: the core's outcome reward, +1/-1 at a win/loss); ``matchmaker(env_ids, outcomes) -> player
     ids`` picks team 1's player of each env at every episode end (None: mirror self-play everywhere).
+
+    ``collective``: a data-parallel run's process group (``arena.trainer.distributed``): this trainer
+    is one rank, stepping its share of ``config.num_envs`` (the run's total); its updates, metrics and
+    checkpoints are the run's. Rank 0's ``matchmaker`` decides for every rank.
     """
 
     def __init__(
@@ -81,6 +87,8 @@ class PPOTrainer:
         env_overrides: Mapping[str, Any] | None = None,
         reward_fn: RewardFn | None = None,
         matchmaker: Matchmaker | None = None,
+        collective: Collective | None = None,
+        env_device: str = "cpu",
     ) -> None:
         self.config = dataclasses.replace(config).validate()
         self.policy_config = dataclasses.replace(policy_config or PolicyConfig()).validate()
@@ -90,10 +98,17 @@ class PPOTrainer:
         self.device = torch.device(cfg.device)
         torch.set_num_threads(cfg.resolved_torch_threads)
         self.env_spec = {"game": game, "team_sizes": list(team_sizes), "overrides": dict(env_overrides or {})}
-        self.env = arena.make(
-            game, num_envs=cfg.num_envs, num_threads=cfg.resolved_num_threads, seed=cfg.seed,
-            team_sizes=tuple(team_sizes), **self.env_spec["overrides"],
-        )
+        self.collective = collective if collective is not None and collective.world > 1 else None
+        self.shard = self.collective.shard(cfg.num_envs) if self.collective else Shard.of(0, 1, cfg.num_envs)
+        if self.collective is not None and not self.collective.from_main(_mirror_only(matchmaker)):
+            matchmaker = self._shared(matchmaker)  # rank 0's matchmaker decides for every rank
+        try:
+            self.env = arena.make(
+                game, num_envs=self.shard.num_envs, num_threads=cfg.resolved_num_threads, seed=cfg.seed,
+                team_sizes=tuple(team_sizes), device=env_device, **self.env_spec["overrides"],
+            )
+        except RuntimeError as exc:  # env.device=cuda where it cannot run: the core names why
+            raise ValueError(f"env.device={env_device}: {exc}") from exc
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
             self.policy = Policy(
@@ -105,9 +120,10 @@ class PPOTrainer:
         self.env_seed_rng = np.random.default_rng([cfg.seed, 2])
         self.reward_fn = reward_fn
         self.opponents = Opponents(
-            num_envs=cfg.num_envs, team_sizes=tuple(team_sizes), game=game, matchmaker=matchmaker,
+            num_envs=self.shard.num_envs, team_sizes=tuple(team_sizes), game=game, matchmaker=matchmaker,
             device=self.device, seed=cfg.seed,
         )
+        self._bind_lengths(matchmaker)
         self.opponents.start()
         self.experience = Experience(
             self.env.num_agents, cfg.rollout_steps, cfg.bptt_horizon, self.env.obs_dim,
@@ -117,6 +133,13 @@ class PPOTrainer:
         self._sequence_fn = (
             torch.compile(self.policy.forward_sequence) if cfg.compile else self.policy.forward_sequence
         )
+        if self.collective is not None:  # the update's forward goes through DDP: its backward averages
+            from torch.nn.parallel import DistributedDataParallel
+
+            with warnings.catch_warnings():  # its replacement (torch >= 2.13) is not in older versions
+                warnings.filterwarnings("ignore", message=".*broadcast_buffers.*", category=FutureWarning)
+                self._sequence_fn = DistributedDataParallel(_SequenceModule(self.policy),
+                                                            broadcast_buffers=False)
         self.kickstart: Kickstart | None = None
         if cfg.kickstart_teacher is not None:
             self.kickstart = Kickstart(
@@ -127,7 +150,8 @@ class PPOTrainer:
         self.rollout = Rollout(
             self.env, self.policy, self.opponents, self.experience, self.stats, overlap=cfg.overlap,
             reward_fn=reward_fn, generator=self.generator, step_fn=self._step_fn, device=self.device,
-            bootstrap_truncation=cfg.bootstrap_truncation,
+            bootstrap_truncation=cfg.bootstrap_truncation, env_offset=self.shard.env_offset,
+            total_envs=self.shard.total_envs,
         )
         self.global_step = 0  # learner samples collected
         self.update = 0  # PPO updates done (train() calls)
@@ -138,6 +162,31 @@ class PPOTrainer:
         self._restart_pending = True
         self._losses: dict[str, float] = {}
         self._log_time, self._log_step = time.perf_counter(), 0
+
+    def _shared(self, matchmaker: Matchmaker | None) -> Matchmaker:
+        from arena.trainer.shared_matchmaker import SharedMatchmaker
+
+        assert self.collective is not None
+        inner = matchmaker if matchmaker is not None else FixedMix(MIRROR)
+        return SharedMatchmaker(self.collective, self.shard, inner if self.shard.is_main else None)
+
+    def _bind_lengths(self, matchmaker: Any) -> None:
+        if hasattr(matchmaker, "local_lengths"):  # asked only for finished envs, once the rollout exists
+            matchmaker.local_lengths = lambda envs: self.rollout.match_lengths(envs)
+
+    def set_matchmaker(self, matchmaker: Matchmaker) -> None:
+        """Replaces the matchmaker (for the envs' next matches). In a data-parallel run every rank
+        calls it at the same update and rank 0's ``matchmaker`` decides for every rank."""
+        current = self.opponents.matchmaker
+        if self.collective is None:
+            self.opponents.matchmaker = matchmaker
+        elif hasattr(current, "inner"):
+            current.inner = matchmaker if self.shard.is_main else None  # type: ignore[attr-defined]
+        else:
+            shared = self._shared(matchmaker)
+            shared.bind(self.opponents)  # type: ignore[attr-defined]
+            self._bind_lengths(shared)
+            self.opponents.matchmaker = shared
 
     # ------------------------------------------------------------------ the loop
 
@@ -162,6 +211,8 @@ class PPOTrainer:
             self.reward_fn.set_step(self.global_step)  # scheduled reward weights
         self.rollout.collect()
         samples = self.experience.learner_samples()
+        if self.collective is not None:
+            samples = int(self.collective.sum(torch.tensor([samples], dtype=torch.int64)).item())
         self.global_step += samples
         return samples
 
@@ -184,7 +235,10 @@ class PPOTrainer:
             returns = advantages + exp.values
         kick_coef = self.kickstart.coef_at(self._steps_before_batch) if self.kickstart else 0.0
         teacher = self.kickstart.labels(exp.obs, self.update) if self.kickstart and kick_coef > 0.0 else None
-        segments = exp.learner_segments()
+        segments, rows_of_shard = exp.learner_segments(), None
+        if self.collective is not None:  # the run's segments: every rank cuts the same minibatches
+            segments = exp.learner_segments(self.collective.cat(exp.segment_has_learner(), dim=1))
+            rows_of_shard = (self.rollout.row_offset, self.rollout.total_rows)
         sums: dict[str, float] = defaultdict(float)
         minibatches = 0
         replay_error = float("nan")
@@ -194,7 +248,7 @@ class PPOTrainer:
         per_minibatch = max(1, cfg.minibatch_size // cfg.bptt_horizon)
         for _ in range(cfg.update_epochs):
             for mb in exp.minibatches(advantages, returns, segments, per_minibatch, self.shuffle_rng,
-                                      teacher_actions=teacher):
+                                      teacher_actions=teacher, shard_rows=rows_of_shard):
                 losses, error = self._update(mb, measure_replay=minibatches == 0, kickstart_coef=kick_coef)
                 if minibatches == 0:
                     replay_error = error
@@ -203,7 +257,8 @@ class PPOTrainer:
                 minibatches += 1
         self.update += 1
         out = {key: value / max(1, minibatches) for key, value in sums.items()}
-        out["explained_variance"] = _explained_variance(exp.values, returns, exp.learner_mask)
+        out["explained_variance"] = _explained_variance(exp.values, returns, exp.learner_mask,
+                                                        self.collective)
         out["learning_rate"] = lr
         if self.kickstart is not None:
             out["kickstart_coef"] = kick_coef
@@ -211,6 +266,8 @@ class PPOTrainer:
         self._losses = out
         self.stats.add_time("learn", time.perf_counter() - t0)
         due = self.checkpoint_due()
+        if self.collective is not None:
+            due = self.collective.from_main(due)  # rank 0's clock decides for every rank
         if due is not None:
             # A checkpoint by samples lands at the same update in every run and restarts the matches;
             # one by wall time lands wherever the clock says, so it leaves the matches alone (the run
@@ -221,21 +278,28 @@ class PPOTrainer:
     def _update(
         self, mb: Minibatch, measure_replay: bool, kickstart_coef: float = 0.0
     ) -> tuple[dict[str, float], float]:
-        cfg = self.config
+        cfg, group = self.config, self.collective
         logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts)
         new_logprobs, entropy = self.policy.log_prob_and_entropy(logits, mb.actions)
         weight = mb.learner_mask.to(values.dtype)
-        count = weight.sum().clamp_min(1.0)
+        # Means over the minibatch's learner steps on every rank: each rank's masked_mean is its share
+        # of the run's mean (its sum over the run's count), and the ranks' shares add up.
+        count = weight.sum() if group is None else group.sum(weight.sum())
+        count = count.clamp_min(1.0)
 
         def masked_mean(x: Tensor) -> Tensor:
             return (x * weight).sum() / count
+
+        def run_mean(x: Tensor) -> Tensor:  # no gradient: a statistic of the whole minibatch
+            share = masked_mean(x.detach())
+            return share if group is None else group.sum(share)
 
         log_ratio = new_logprobs - mb.logprobs
         ratio = log_ratio.exp()
         advantages = mb.advantages
         if cfg.norm_adv:
-            mean = masked_mean(advantages)
-            std = masked_mean((advantages - mean) ** 2).sqrt()
+            mean = run_mean(advantages)
+            std = run_mean((advantages - mean) ** 2).sqrt()
             advantages = (advantages - mean) / (std + 1e-8)
         clipped_ratio = ratio.clamp(1.0 - cfg.clip_coef, 1.0 + cfg.clip_coef)
         policy_loss = masked_mean(torch.max(-advantages * ratio, -advantages * clipped_ratio))
@@ -252,19 +316,28 @@ class PPOTrainer:
             loss = loss + kickstart_coef * kick_loss
 
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        # DDP averages the ranks' gradients; the ranks' shares of the loss add up to the run's loss.
+        (loss if group is None else loss * group.world).backward()
         torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
 
         with torch.no_grad():
             approx_kl = masked_mean((ratio - 1.0) - log_ratio)
             clipfrac = masked_mean(((ratio - 1.0).abs() > cfg.clip_coef).to(values.dtype))
-            error = float((log_ratio.abs() * weight).max()) if measure_replay else float("nan")
-        stats = torch.stack([policy_loss, value_loss, entropy_mean, approx_kl, clipfrac, loss]).tolist()
-        out = dict(zip(LOSS_KEYS, stats, strict=True))
+            error_t = (log_ratio.abs() * weight).max() if measure_replay else None
+            values_t = [policy_loss, value_loss, entropy_mean, approx_kl, clipfrac, loss]
+            if kick_loss is not None:
+                values_t.append(kick_loss)
+            stacked = torch.stack([v.detach() for v in values_t])
+            if group is not None:
+                stacked = group.sum(stacked)
+                if error_t is not None:
+                    error_t = group.max(error_t)
+        stats = stacked.tolist()
+        out = dict(zip(LOSS_KEYS, stats[: len(LOSS_KEYS)], strict=True))
         if kick_loss is not None:
-            out["kickstart_loss"] = float(kick_loss.detach())
-        return out, error
+            out["kickstart_loss"] = stats[-1]
+        return out, float(error_t) if error_t is not None else float("nan")
 
     def mean_and_log(self) -> dict[str, float]:
         """Metrics since the previous call: SPS, episodes, outcomes per opponent, losses, time split; and
@@ -277,6 +350,8 @@ class PPOTrainer:
             "global_step": float(self.global_step),
             "update": float(self.update),
         }
+        if self.collective is not None:  # the run's episodes and outcomes, every rank's
+            self.stats.merge(self.collective.all_objects(self.stats.to_state()))
         metrics.update(self.stats.summary())
         busy = sum(metrics.get(f"time/{part}", 0.0) for part in ("sim", "inference", "learn"))
         metrics["time/other"] = max(0.0, elapsed - busy)
@@ -329,24 +404,65 @@ class PPOTrainer:
                 "last_checkpoint_step": self._last_checkpoint_step,
                 "checkpoints_written": self.checkpoints_written,
             },
-            "opponents": self.opponents.state_dict(),
+            "opponents": self._opponents_state(),
         }
         if callable(getattr(self.reward_fn, "state_dict", None)):
             state["reward_fn"] = self.reward_fn.state_dict()
         return state
 
+    def _opponents_state(self) -> dict[str, Any]:
+        """The opponents' state; in a data-parallel run, the run's (a collective): every env's player
+        in run order, rank 0's matchmaker, and each rank's scripted players' generators."""
+        state = self.opponents.state_dict()
+        if self.collective is None:
+            return state
+        every = self.collective.all_objects({"assignment": state["assignment"], "players": state["players"]})
+        state["assignment"] = [p for part in every for p in part["assignment"]]
+        state["players_by_rank"] = [part["players"] for part in every]
+        return state
+
+    def _load_opponents(self, state: Mapping[str, Any]) -> None:
+        """Restores ``_opponents_state()`` (of a run on any number of ranks) into this rank."""
+        state = dict(state)
+        assignment = list(state["assignment"])
+        if len(assignment) != self.shard.total_envs:
+            raise ValueError(f"the checkpoint assigns opponents to {len(assignment)} envs; this run has "
+                             f"trainer.num_envs={self.shard.total_envs}")
+        by_rank = state.pop("players_by_rank", None)
+        if by_rank is not None and len(by_rank) == self.shard.world:
+            state["players"] = by_rank[self.shard.rank]
+        elif self.shard.rank > 0 or (by_rank is not None and len(by_rank) != self.shard.world):
+            if state.get("players"):
+                logger.warning("the checkpoint's scripted players' generators were saved by %s ranks: "
+                               "this run of %d starts them afresh", len(by_rank) if by_rank else 1,
+                               self.shard.world)
+            state["players"] = {}
+        restore = getattr(self.opponents.matchmaker, "restore", None)
+        if callable(restore):
+            restore(assignment)
+        first = self.shard.env_offset
+        state["assignment"] = assignment[first : first + self.shard.num_envs]
+        self.opponents.load_state_dict(state)
+
     def save(self, path: str | Path | None = None, *, restart: bool = True) -> Path:
         """Writes a checkpoint atomically (default ``checkpoint_dir/trainer.pt``). With ``restart`` the
         next rollout starts fresh matches, as a resumed run does; without, the matches in flight go
         on, and the file holds them (every env's state, every row's LSTM state and running sums) so
-        that a resumed run continues them too. Either way the two continue alike."""
+        that a resumed run continues them too. Either way the two continue alike.
+
+        In a data-parallel run every rank calls it (it gathers the run's state) and rank 0 writes; the
+        matches always restart (a rank's matches in flight are not gathered)."""
+        restart = restart or self.collective is not None
         self._last_checkpoint_step = self.global_step
         self._last_checkpoint_time = time.monotonic()
         state = self.state_dict()
         if not restart and not self._restart_pending:
             state["inflight"] = self.rollout.inflight_state()
         state["counters"]["checkpoints_written"] = self.checkpoints_written + 1  # this one included
-        written = atomic_save(state, path if path is not None else self.checkpoint_path())
+        target = Path(path if path is not None else self.checkpoint_path())
+        written = atomic_save(state, target) if self.shard.is_main else target
+        if self.collective is not None:
+            self.collective.barrier()  # the file exists for every rank once save returns
         self.checkpoints_written += 1
         self._restart_pending = self._restart_pending or restart
         logger.info("checkpoint written: %s (step %d, update %d)", written, self.global_step, self.update)
@@ -376,16 +492,20 @@ class PPOTrainer:
             self._last_checkpoint_step = int(counters["last_checkpoint_step"])
             self.checkpoints_written = int(counters.get("checkpoints_written", 1))
             if "opponents" in payload:
-                self.opponents.load_state_dict(payload["opponents"])
+                self._load_opponents(payload["opponents"])
             if "reward_fn" in payload and callable(getattr(self.reward_fn, "load_state_dict", None)):
                 self.reward_fn.load_state_dict(payload["reward_fn"])
-            if "inflight" in payload:
+            inflight = "inflight" in payload and self.collective is None
+            if inflight:
                 self.rollout.load_inflight_state(payload["inflight"])
+            elif "inflight" in payload:
+                logger.warning("checkpoint %s holds one process's matches in flight: this data-parallel "
+                               "run starts fresh matches", source)
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             raise CheckpointError(f"checkpoint {source} does not load into this trainer: {exc!r}") from exc
         self._steps_before_batch = self.global_step
         self._log_step = self.global_step
-        self._restart_pending = "inflight" not in payload
+        self._restart_pending = not inflight
 
     @classmethod
     def resume(
@@ -395,6 +515,8 @@ class PPOTrainer:
         reward_fn: RewardFn | None = None,
         matchmaker: Matchmaker | None = None,
         config_overrides: Mapping[str, Any] | None = None,
+        collective: Collective | None = None,
+        env_device: str = "cpu",
     ) -> PPOTrainer:
         """A trainer rebuilt from a checkpoint's config and env, with every state restored."""
         payload = read_checkpoint(path)
@@ -407,7 +529,8 @@ class PPOTrainer:
             raise CheckpointError(f"checkpoint {path} has no usable config: {exc!r}") from exc
         trainer = cls(
             config, policy_config, game=env["game"], team_sizes=tuple(env["team_sizes"]),
-            env_overrides=env["overrides"], reward_fn=reward_fn, matchmaker=matchmaker,
+            env_overrides=env["overrides"], reward_fn=reward_fn, matchmaker=matchmaker, collective=collective,
+            env_device=env_device,
         )
         if trainer.device.type != "cpu":
             payload = read_checkpoint(path, map_location=trainer.device)
@@ -427,9 +550,39 @@ class PPOTrainer:
         self.close()
 
 
-def _explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> float:
-    """1 - Var(returns - values) / Var(returns) over the learner's steps (NaN if returns are constant)."""
+class _SequenceModule(torch.nn.Module):
+    """The policy's sequence pass as a module's ``forward``, for ``DistributedDataParallel``."""
+
+    def __init__(self, policy: Policy) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def forward(
+        self, obs: Tensor, state: tuple[Tensor, Tensor], starts: Tensor
+    ) -> tuple[list[Tensor], Tensor]:
+        return self.policy.forward_sequence(obs, state, starts)
+
+
+def _mirror_only(matchmaker: Matchmaker | None) -> bool:
+    """A matchmaker that can only answer ``mirror`` (no rank needs to hear from another)."""
+    return matchmaker is None or (isinstance(matchmaker, FixedMix) and matchmaker.player_ids == [MIRROR])
+
+
+def _explained_variance(
+    values: Tensor, returns: Tensor, mask: Tensor, group: Collective | None = None
+) -> float:
+    """1 - Var(returns - values) / Var(returns) over the learner's steps (NaN if returns are constant);
+    with ``group``, over every rank's."""
     y, pred = returns[mask], values[mask]
+    if group is not None:
+        y64, d64 = y.double(), (y - pred).double()
+        n, sy, syy, sd, sdd = group.sum(torch.stack([
+            torch.tensor(float(y.numel()), dtype=torch.float64), y64.sum(), (y64 * y64).sum(), d64.sum(),
+            (d64 * d64).sum()])).tolist()
+        if n < 2:
+            return float("nan")
+        var_y, var_d = syy - sy * sy / n, sdd - sd * sd / n
+        return float("nan") if var_y <= 0.0 else 1.0 - var_d / var_y
     if y.numel() < 2:
         return float("nan")
     var_y = float(y.var())

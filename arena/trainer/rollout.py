@@ -10,6 +10,20 @@ batched forward), each opponent on its own; launch the env step. When the step i
 and end flags, bootstrap truncated learner rows from the final observation's value (with the state
 before the reset), mark the next episode starts, report finished matches and let the matchmaker pick
 the next opponents. A ``reward_fn``, if given, sees every row of a step at once, after both halves.
+
+Random numbers: at each step one generator draws a uniform number per row and action dimension for
+every row of the run (``total_rows``; this process's rows are ``[row_offset, row_offset + rows)``),
+and the learner and the frozen opponents sample their actions with their rows' numbers. A row's
+action therefore does not depend on how the envs are split into halves, or among the ranks of a
+data-parallel run (``arena.trainer.distributed``). Envs are seeded by their index in the run.
+
+An env on the GPU (``env.device=cuda``, with the policy there too) is read through ``env.tensors()``:
+observations, rewards and flags go from the core's device buffers into the experience without
+touching the host, and actions go back with ``env.step_envs_tensor``. What the host needs comes over
+in small copies: the finished envs' flags, outcomes and lengths, and the events for the match
+statistics; the whole observation only for a numpy ``reward_fn`` or a scripted opponent, through the
+env's page-locked mirrors (``sync_host``). The halves are not overlapped there (a GPU step is queued,
+not waited for).
 """
 
 from __future__ import annotations
@@ -50,7 +64,11 @@ class Rollout:
         step_fn: StepFn | None = None,
         device: torch.device | str = "cpu",
         bootstrap_truncation: bool = True,
+        env_offset: int = 0,
+        total_envs: int | None = None,
     ) -> None:
+        """``env_offset``/``total_envs``: this env batch is envs ``[env_offset, env_offset + num_envs)``
+        of a run of ``total_envs`` (a rank's share of a data-parallel run; default: the whole run)."""
         self.env, self.policy, self.opponents = env, policy, opponents
         self.exp, self.stats = experience, stats
         self.reward_fn, self.generator = reward_fn, generator
@@ -59,9 +77,22 @@ class Rollout:
         self.device = torch.device(device)
         self.on_cpu = self.device.type == "cpu"
         self.core = env._core  # the core's output buffers (zero-copy); step_envs writes into them
+        self.env_on_gpu = getattr(env, "device", "cpu") == "cuda"
+        if self.env_on_gpu and self.device.type != "cuda":
+            raise ValueError("an env on the GPU (env.device=cuda) needs the policy there too: "
+                             "trainer.device=cuda")
+        if self.env_on_gpu:
+            overlap = False
+        self.out = env.tensors()  # the core's outputs as tensors (CPU: views of the numpy buffers)
         self.a = env.agents_per_env
         rows = env.num_agents
         n = env.num_envs
+        self.env_offset = int(env_offset)
+        self.total_envs = n if total_envs is None else int(total_envs)
+        if not 0 <= self.env_offset <= self.total_envs - n:
+            raise ValueError(f"envs [{env_offset}, {env_offset + n}) are not within a run of "
+                             f"{self.total_envs} envs")
+        self.row_offset, self.total_rows = self.env_offset * self.a, self.total_envs * self.a
         self.halves = [(0, n // 2), (n // 2, n)] if overlap and n >= 2 else [(0, n)]
         self._executor = (
             ThreadPoolExecutor(1, thread_name_prefix="arena-sim") if len(self.halves) > 1 else None
@@ -73,11 +104,14 @@ class Rollout:
         self.next_start = torch.from_numpy(self.next_start_np)
         self.learner_mask = torch.from_numpy(opponents.learner_row_mask)  # a view: follows the assignment
         dims = len(env.action_space.nvec)
-        self.actions = torch.zeros(rows, dims, dtype=torch.int64)  # every row's actions of this step
-        self.env_actions = np.zeros((rows, dims), dtype=np.int32)  # what the core reads
-        self.env_actions_t = torch.from_numpy(self.env_actions)
+        act_device = self.device if self.env_on_gpu else torch.device("cpu")
+        self.actions = torch.zeros(rows, dims, dtype=torch.int64, device=act_device)  # this step's, every row
+        self.noise = torch.zeros(rows, dims, device=self.device)  # this step's sampling numbers
+        self.env_actions = np.zeros((rows, dims), dtype=np.int32)  # what the core reads (CPU)
+        self.env_actions_t = (torch.zeros(rows, dims, dtype=torch.int32, device=self.device)
+                              if self.env_on_gpu else torch.from_numpy(self.env_actions))
         self.episode_return = np.zeros(rows, dtype=np.float64)
-        self._obs = torch.from_numpy(self.core.obs)
+        self._obs = self.out.obs
         self._events = np.zeros_like(self.core.events)  # this step's, per row
         self.episode_events = np.zeros(self.core.events.shape, dtype=np.float64)  # summed over the match
         self.event_names = tuple(env.event_names)
@@ -89,7 +123,11 @@ class Rollout:
     def restart(self, seed: int) -> None:
         """Starts fresh matches in every env (seeded) with zero LSTM states everywhere."""
         self._drain()
-        self.env.reset(seed)
+        from arena import _core
+
+        first = self.env_offset
+        seeds = [_core.env_seed(seed, first + e) for e in range(self.env.num_envs)]  # as env.reset(seed)
+        self.env.reset_envs(np.array(seeds, dtype=np.uint64))
         self.h.zero_()
         self.c.zero_()
         self.opponents.reset_states()
@@ -145,6 +183,7 @@ class Rollout:
         last = len(self.halves) - 1
         with torch.inference_mode():
             for t in range(exp.steps):
+                self._draw_noise()
                 for k in range(len(self.halves)):
                     if t > 0:
                         self._wait(k)
@@ -160,13 +199,21 @@ class Rollout:
             for k in range(len(self.halves)):
                 self._bootstrap(k)
 
+    def _draw_noise(self) -> None:
+        """This step's uniform numbers for every row of the run; this process keeps its own rows."""
+        dims = self.noise.shape[1]
+        every = torch.rand(self.total_rows, dims, generator=self.generator, device=self.device)
+        self.noise = every[self.row_offset : self.row_offset + self.env.num_agents]
+
     def _rows(self, k: int) -> slice:
         begin, end = self.halves[k]
         return slice(begin * self.a, end * self.a)
 
     def _launch(self, k: int) -> None:
         begin, end = self.halves[k]
-        if self._executor is None:
+        if self.env_on_gpu:  # queued on the GPU; the actions are sampled in range
+            self.env.step_envs_tensor(self.env_actions_t, begin, end, check=False)
+        elif self._executor is None:
             t0 = time.perf_counter()
             self.env.step_envs(self.env_actions, begin, end)
             self.stats.add_time("sim", time.perf_counter() - t0)
@@ -202,8 +249,10 @@ class Rollout:
         if groups.learner_count:
             self._learner_act(groups, obs, starts, t)
         if groups.scripted or groups.policies:
+            if groups.scripted and self.env_on_gpu:
+                self.env.sync_host(*self.halves[k])  # scripted bots read numpy observations
             t1 = time.perf_counter()
-            self.opponents.act(groups, self.core.obs, obs, starts, self.actions, self.generator)
+            self.opponents.act(groups, self.core.obs, obs, starts, self.actions, self.noise)
             self.stats.add_time("inference_opponents", time.perf_counter() - t1)
         self.stats.add_time("inference", time.perf_counter() - t0)
         exp.actions[t, s] = self.actions[s]
@@ -213,41 +262,52 @@ class Rollout:
         rows, exp = groups.learner, self.exp
         if isinstance(rows, slice):
             logits, value, (h, c) = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows])
-            actions, logp = self.policy.sample_actions(logits, self.generator)
+            actions, logp = self.policy.sample_actions(logits, noise=self.noise[rows])
             self.h[rows], self.c[rows] = h, c
             exp.logprobs[t, rows], exp.values[t, rows] = logp, value
             self.actions[rows] = actions.to(self.actions.device)
             return
         state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
         logits, value, (h, c) = self.step_fn(obs.index_select(0, rows), state, starts.index_select(0, rows))
-        actions, logp = self.policy.sample_actions(logits, self.generator)
+        actions, logp = self.policy.sample_actions(logits, noise=self.noise.index_select(0, rows))
         self.h.index_copy_(0, rows, h)
         self.c.index_copy_(0, rows, c)
         exp.logprobs[t].index_copy_(0, rows, logp)
         exp.values[t].index_copy_(0, rows, value)
-        self.actions[rows.cpu()] = actions.cpu()
+        self.actions.index_copy_(0, rows.to(self.actions.device), actions.to(self.actions.device))
+
+    def _host(self, name: str, index: Any) -> np.ndarray:
+        """``index`` of the core's output ``name`` on the host (a copy from the GPU's buffer there)."""
+        if self.env_on_gpu:
+            return getattr(self.out, name)[torch.as_tensor(index, device=self.device)
+                                           if isinstance(index, np.ndarray) else index].cpu().numpy()
+        return getattr(self.core, name)[index]
 
     def _store_results(self, k: int, t: int) -> None:
-        exp, core, s = self.exp, self.core, self._rows(k)
+        exp, core, out, s = self.exp, self.core, self.out, self._rows(k)
         begin, end = self.halves[k]
-        exp.rewards[t, s] = torch.from_numpy(core.rewards[s])
-        exp.terminals[t, s] = torch.from_numpy(core.terminals[s])
-        exp.truncations[t, s] = torch.from_numpy(core.truncations[s])
-        self._events[s] = core.events[s]
+        exp.rewards[t, s] = out.rewards[s]
+        exp.terminals[t, s] = out.terminals[s]
+        exp.truncations[t, s] = out.truncations[s]
+        self._events[s] = self._host("events", s)
         if self.reward_fn is not None:
+            if self.env_on_gpu:
+                self.env.sync_host(begin, end)  # a numpy reward function reads the host mirrors
             self._obs_after[s] = core.obs[s]
         self.next_start_np[s] = False
-        done = core.done[begin:end]
+        done = self._host("done", slice(begin, end))
         if not done.any():
+            if self.opponents.collective:  # every rank asks at every half-step, in step
+                self.opponents.episodes_ended(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8))
             return
         envs = np.flatnonzero(done) + begin
         rows = (envs[:, None] * self.a + np.arange(self.a)).ravel()
-        outcomes = core.outcome[envs].copy()
+        outcomes = self._host("outcome", envs).copy()
         self.stats.record_matches(
             self.opponents.player_of_env[envs], [p.player_id for p in self.opponents.players],
-            outcomes, core.episode_length[envs],
+            outcomes, self._host("episode_length", envs),
         )
-        truncated = rows[core.truncations[rows] & self.opponents.learner_row_mask[rows]]
+        truncated = rows[self._host("truncations", rows) & self.opponents.learner_row_mask[rows]]
         if len(truncated) and self.bootstrap_truncation:
             self._bootstrap_truncated(truncated, t)
         if self.reward_fn is not None:
@@ -259,12 +319,16 @@ class Rollout:
         """Value of the final observation of truncated learner rows, with the state before the reset."""
         t0 = time.perf_counter()
         rows = torch.from_numpy(rows_np).to(self.device)
-        final = torch.from_numpy(self.core.final_obs[rows_np]).to(self.device)
+        final = self.out.final_obs.index_select(0, rows.to(self.out.final_obs.device)).to(self.device)
         state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
         no_start = torch.zeros(len(rows_np), dtype=torch.bool, device=self.device)
         value = self.step_fn(final, state, no_start)[1]
         self.exp.final_values[t].index_copy_(0, rows, value)
         self.stats.add_time("inference", time.perf_counter() - t0)
+
+    def match_lengths(self, envs: np.ndarray) -> np.ndarray:
+        """The lengths of the matches that just ended in envs ``envs`` (this batch's indices)."""
+        return self._host("episode_length", np.asarray(envs, dtype=np.int64))
 
     def _finish_step(self, t: int) -> None:
         """Once every half has stepped: the reward function (all rows at once) and episode returns."""

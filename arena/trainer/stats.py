@@ -70,6 +70,35 @@ class RolloutStats:
             self.term_sums[name] += float(np.asarray(values, dtype=np.float64)[learner_rows].sum())
         self.term_samples += count
 
+    def to_state(self) -> dict[str, object]:
+        """The running sums as plain types (what a data-parallel rank sends to the others)."""
+        return {
+            "return_sum": self.return_sum, "returns": self.returns, "length_sum": self.length_sum,
+            "lengths": self.lengths, "outcomes": {k: v.tolist() for k, v in self.outcomes.items()},
+            "term_sums": dict(self.term_sums), "term_samples": self.term_samples,
+            "event_sums": dict(self.event_sums), "event_rows": self.event_rows, "seconds": dict(self.seconds),
+        }
+
+    def merge(self, states: list[dict[str, object]]) -> None:
+        """Replaces the sums by those of ``states`` (every rank's ``to_state()``) added up; the time
+        split is their mean (the ranks work side by side)."""
+        self.clear()
+        for st in states:
+            self.return_sum += float(st["return_sum"])  # type: ignore[arg-type]
+            self.returns += int(st["returns"])  # type: ignore[call-overload]
+            self.length_sum += float(st["length_sum"])  # type: ignore[arg-type]
+            self.lengths += int(st["lengths"])  # type: ignore[call-overload]
+            for k, v in st["outcomes"].items():  # type: ignore[attr-defined]
+                self.outcomes[k] += np.asarray(v, dtype=np.int64)
+            for k, v in st["term_sums"].items():  # type: ignore[attr-defined]
+                self.term_sums[k] += float(v)
+            self.term_samples += int(st["term_samples"])  # type: ignore[call-overload]
+            for k, v in st["event_sums"].items():  # type: ignore[attr-defined]
+                self.event_sums[k] += float(v)
+            self.event_rows += int(st["event_rows"])  # type: ignore[call-overload]
+            for k, v in st["seconds"].items():  # type: ignore[attr-defined]
+                self.seconds[k] += float(v) / len(states)
+
     def summary(self) -> dict[str, float]:
         """Means since the last summary (keys only for what happened), then clears."""
         out: dict[str, float] = {}
