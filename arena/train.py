@@ -261,7 +261,7 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
         trainer.set_matchmaker(FixedMix(dict(mix), redraw=True, seed=trainer.config.seed + 1))
 
     total = trainer.config.total_timesteps
-    interrupted = False
+    interrupted = failed = False
     try:
         with Dashboard(total_steps=total, enabled=cfg.dashboard and main) as dashboard:
             while not trainer.done:
@@ -283,9 +283,19 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
                 dashboard.update(metrics, trainer.global_step, warnings)
     except KeyboardInterrupt:
         interrupted = True
-        logger.warning("interrupted at step %d: writing a checkpoint", trainer.global_step)
+        logger.warning("interrupted at step %d%s", trainer.global_step,
+                       "" if collective is not None else ": writing a checkpoint")
+    except BaseException:
+        failed = True
+        raise
     finally:
-        path = trainer.save()
+        if collective is not None and (interrupted or failed):
+            # Saving is a collective: ranks stopped at different points would wait on each other.
+            path = trainer.checkpoint_path()
+            logger.warning("a data-parallel run stopped at step %d keeps its last checkpoint %s (written "
+                           "every trainer.checkpoint_minutes)", trainer.global_step, path)
+        else:
+            path = trainer.save()
         if league_run is not None:
             try:
                 league_run.save()
