@@ -233,18 +233,39 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
     from arena.trainer.loggers import NoneLogger, make_logger
     from arena.trainer.opponents import FixedMix
 
+    ranks = None  # league.exploiter_ranks: exploiters train on the last ranks (arena.league.exploiter_ranks)
+    if collective is not None and cfg.league is not None and bool(cfg.league.get("exploiter_ranks", False)):
+        from arena.league.config import league_config
+        from arena.league.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
+
+        layout, main_collective = split_ranks(league_config(cfg.league, str(cfg.env.name)), collective,
+                                              str(cfg.trainer.device))
+        if main_collective is None:
+            train_exploiter_rank(collective, layout, make_reward=lambda: build_reward_fn(cfg))
+            return run_dir
+        ranks = ExploiterRanks(collective, layout)
+        collective = main_collective
+    elif cfg.league is not None and bool(cfg.league.get("exploiter_ranks", False)):
+        logger.warning("league.exploiter_ranks=true needs torchrun (several ranks): in one process the "
+                       "exploiters take their turns after each update of the main learner")
     main = collective is None or collective.is_main
     written = 0 if resume_path is None else checkpoints_written(resume_path)
     league_run = None
     if main:  # rank 0 holds the league
         league_run = open_league(cfg, run_dir, resuming=resume_path is not None or bool(cfg.trainer.resume),
                                  learner_checkpoints=written)
+        if ranks is not None:
+            league_run.use_exploiter_ranks(ranks)
     league_matchmaker = league_run.matchmaker() if league_run is not None else None
     try:
         trainer, parts = build_trainer(cfg, run_dir, resume_path, matchmaker=league_matchmaker,
                                        collective=collective)
         if league_run is not None:
             league_run.attach(trainer, make_reward=lambda: build_reward_fn(cfg))
+            if ranks is not None:
+                ranks.setup(league_run)
+        elif ranks is not None:
+            ranks.follow_setup()
     except BaseException:
         if league_run is not None:
             league_run.close()
@@ -271,6 +292,8 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
                 metrics = trainer.mean_and_log()
                 if league_run is not None:
                     metrics.update(league_run.after_update())
+                elif ranks is not None:
+                    ranks.follow()  # a main rank other than 0 takes part in the league round
                 if not main:
                     continue
                 warnings = health.update(metrics, progress=trainer.global_step / total)

@@ -138,6 +138,9 @@ class LeagueConfig:
     main_exploiter: MainExploiterConfig | None = None
     league_exploiter: LeagueExploiterConfig | None = None
     gauntlet: GauntletConfig = field(default_factory=GauntletConfig)
+    # Under torchrun: the last E ranks each run one of the E exploiters, concurrently with the main
+    # learner, which is data-parallel over the other ranks (``arena.league.exploiter_ranks``).
+    exploiter_ranks: bool = False
 
     def validate(self, game: str | None = None) -> LeagueConfig:
         """Checks every value; raises ``ValueError`` naming the key and what is allowed."""
@@ -176,6 +179,8 @@ class LeagueConfig:
             if unknown:
                 raise ValueError(f"league.scripted names bots {unknown} that {game!r} does not have; "
                                  f"available: {list(SCRIPTED_BOTS.get(game, ()))}")
+        if not isinstance(self.exploiter_ranks, bool):
+            raise ValueError(f"league.exploiter_ranks={self.exploiter_ranks!r} must be true or false")
         if self.main_exploiter is not None:
             m = self.main_exploiter
             _check_num_envs(m.num_envs, "league.main_exploiter.num_envs")

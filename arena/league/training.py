@@ -19,6 +19,11 @@ in it, and a resumed learner's matches from after its checkpoint are rolled back
 small share of training time (``python -m arena.bench league``), matches are rated with TrueSkill's
 two-team closed form (``TwoTeamRatings``, the same numbers) and PFSP weights are computed once per
 update (``UpdateMatchmaker``).
+
+With ``league.exploiter_ranks`` under torchrun (``use_exploiter_ranks`` before ``attach``), the
+exploiters train on ranks of their own: this process holds a ``RemoteTrainer`` for each (its weights
+and step as of the last league round) and ``after_update`` runs the round
+(``arena.league.exploiter_ranks``) instead of the exploiters' turns.
 """
 
 from __future__ import annotations
@@ -93,6 +98,7 @@ class LeagueRun:
         self.main: LeagueLearner | None = None
         self.exploiters: list[LeagueLearner] = []
         self._make_reward: Callable[[], Any] = lambda: None
+        self.ranks: Any = None  # ExploiterRanks: the exploiters train on ranks of their own
         self.updates = 0
         self._logged_views_at = -1
         self.gauntlet: Gauntlet | None = None
@@ -181,8 +187,9 @@ class LeagueRun:
                 self.exploiters.append(self._exploiter(kind, 0 if generation is None else generation))
 
     def _exploiter(self, kind: str, generation: int) -> LeagueLearner:
-        """Generation ``generation`` of an exploiter: resumed from its checkpoint when it has one."""
-        from arena.trainer.ppo import RESUME_OVERRIDES, PPOTrainer
+        """Generation ``generation`` of an exploiter: resumed from its checkpoint when it has one. With
+        exploiter ranks its trainer runs on a rank of its own and rank 0 holds a ``RemoteTrainer``."""
+        from arena.trainer.ppo import RESUME_OVERRIDES
 
         assert self.main is not None
         player_id = exploiter_id(kind, generation)
@@ -201,29 +208,37 @@ class LeagueRun:
         matchmaker = self._matchmaker_for(player_id, chooser)
         main = self.main.trainer
         checkpoint = self._exploiter_checkpoint(player_id)
-        checkpoint_dir = checkpoint.parent
-        seed = int(main.config.seed) + _SEED_OFFSET[kind] + generation
-        num_envs = cfg.num_envs or max(2, main.config.num_envs // 4)
-        if checkpoint.is_file():
-            logger.info("resuming %s from %s", player_id, checkpoint)
-            trainer = PPOTrainer.resume(
-                checkpoint, reward_fn=self._make_reward(), matchmaker=matchmaker,
-                config_overrides={**{key: getattr(main.config, key) for key in RESUME_OVERRIDES},
-                                  "checkpoint_dir": str(checkpoint_dir)})
+        plan = ExploiterPlan(
+            kind=kind, generation=generation, player_id=player_id, learner_id=self.learner_id,
+            checkpoint=str(checkpoint),
+            config=dataclasses.replace(main.config,
+                                       num_envs=cfg.num_envs or max(2, main.config.num_envs // 4),
+                                       seed=int(main.config.seed) + _SEED_OFFSET[kind] + generation,
+                                       checkpoint_dir=str(checkpoint.parent)),
+            resume_overrides={**{key: getattr(main.config, key) for key in RESUME_OVERRIDES},
+                              "checkpoint_dir": str(checkpoint.parent)},
+            policy_config=main.policy_config, env_spec=dict(main.env_spec),
+            policy_spec=dict(main.policy.spec),
+            rng_seed=(self.seed, _SEED_OFFSET[kind], generation, 1), cache_size=self.config.cache_size)
+        trainer: Any
+        if self.ranks is not None:
+            trainer = RemoteTrainer(plan)
         else:
-            config = dataclasses.replace(main.config, num_envs=num_envs, seed=seed,
-                                         checkpoint_dir=str(checkpoint_dir))
-            env = main.env_spec
-            trainer = PPOTrainer(config, main.policy_config, game=env["game"],
-                                 team_sizes=tuple(env["team_sizes"]), env_overrides=env["overrides"],
-                                 reward_fn=self._make_reward(), matchmaker=matchmaker)
-        _link(trainer, matchmaker)
+            trainer = build_exploiter_trainer(plan, self._make_reward(), matchmaker)
+            _link(trainer, matchmaker)
         self.live[player_id] = trainer.policy
         snap = cfg.snapshot
         return LeagueLearner(player_id, kind, trainer, matchmaker,
                              SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
                              vs_kinds=tuple(snap.vs_kinds), reset_prob=reset_prob, generation=generation,
                              seed=self.seed)
+
+    def use_exploiter_ranks(self, ranks: Any) -> None:
+        """Before ``attach``: the exploiters train on ranks of their own (an
+        ``arena.league.exploiter_ranks.ExploiterRanks`` of rank 0), not in turn inside this process."""
+        if self.main is not None:
+            raise RuntimeError("use_exploiter_ranks() must come before attach()")
+        self.ranks = ranks
 
     @property
     def learners(self) -> list[LeagueLearner]:
@@ -240,6 +255,9 @@ class LeagueRun:
         self._refresh_matchmaking()
         self._sync_live()
         self._maybe_snapshot(self.main)
+        if self.ranks is not None:  # the exploiters trained concurrently: this update's league round
+            extra = self.ranks.round(self)
+            return {**self.metrics(), **extra}
         extra: dict[str, float] = {}
         for i, exploiter in enumerate(list(self.exploiters)):
             trainer = exploiter.trainer
@@ -402,6 +420,56 @@ class LeagueRun:
         for exploiter in self.exploiters:
             exploiter.trainer.close()
         self.league.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class ExploiterPlan:
+    """What an exploiter's trainer is built from (in rank 0's process, or sent to its own rank):
+    resumed from ``checkpoint`` when that file exists, else fresh with ``config``."""
+
+    kind: str
+    generation: int
+    player_id: str
+    learner_id: str  # the main learner's id
+    checkpoint: str
+    config: Any  # TrainerConfig of a fresh start
+    resume_overrides: dict[str, Any]
+    policy_config: Any
+    env_spec: dict[str, Any]
+    policy_spec: dict[str, Any]  # of the main learner's policy (the exploiter's is alike)
+    rng_seed: tuple[int, ...]  # of the matchmaker's draws on an exploiter rank
+    cache_size: int
+
+
+def build_exploiter_trainer(plan: ExploiterPlan, reward_fn: Any, matchmaker: Any) -> Any:
+    """The exploiter's ``PPOTrainer``: resumed from its checkpoint when it has one, else fresh."""
+    from arena.trainer.ppo import PPOTrainer
+
+    checkpoint = Path(plan.checkpoint)
+    if checkpoint.is_file():
+        logger.info("resuming %s from %s", plan.player_id, checkpoint)
+        return PPOTrainer.resume(checkpoint, reward_fn=reward_fn, matchmaker=matchmaker,
+                                 config_overrides=dict(plan.resume_overrides))
+    env = plan.env_spec
+    return PPOTrainer(plan.config, plan.policy_config, game=env["game"], team_sizes=tuple(env["team_sizes"]),
+                      env_overrides=env["overrides"], reward_fn=reward_fn, matchmaker=matchmaker)
+
+
+class RemoteTrainer:
+    """Rank 0's stand-in for an exploiter that trains on its own rank: its step, checkpoint count and
+    a frozen copy of its weights, as of the last league round (what snapshots and gates read)."""
+
+    def __init__(self, plan: ExploiterPlan) -> None:
+        self.plan = plan
+        self.policy = Policy(**plan.policy_spec).eval().requires_grad_(False)
+        self.global_step = 0
+        self.checkpoints_written = 0
+
+    def save(self) -> None:
+        """Nothing: the exploiter's rank writes its own checkpoint."""
+
+    def close(self) -> None:
+        """Nothing to release here."""
 
 
 def _link(trainer: Any, matchmaker: LeagueMatchmaker) -> None:

@@ -31,6 +31,22 @@ class UpdateMatchmaker(Matchmaker):
             self._cached[key] = hit
         return hit[1], hit[2]
 
+    def distribution(self, learner_id: str) -> tuple[list[str], np.ndarray]:
+        """The players ``choose_many`` draws each slot from and their probabilities (summing to 1): each
+        source's candidates weighted by the source's probability; a source without any plays mirror
+        (``learner_id``). A player several sources can pick appears once."""
+        self.pool.get(learner_id)
+        total: dict[str, float] = {}
+        for source, weight in zip(self.sources, self.source_probs.tolist(), strict=True):
+            ids, probs = self.candidates(source, learner_id)
+            if not ids:
+                ids, probs = [learner_id], np.ones(1)
+            for player_id, prob in zip(ids, np.asarray(probs, dtype=float).tolist(), strict=True):
+                total[player_id] = total.get(player_id, 0.0) + weight * prob
+        ids = list(total)
+        probs = np.array([total[p] for p in ids], dtype=float)
+        return ids, probs / probs.sum()
+
     def refresh(self) -> None:
         """Recompute candidates and PFSP weights from the current payoff at the next request."""
         self._cached.clear()

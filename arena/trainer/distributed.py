@@ -71,13 +71,22 @@ class Collective:
     ``Collective.join(device)`` initialises the default group from torchrun's environment (gloo on
     CPU, NCCL on CUDA) unless one exists; tests may build one with ``init_process_group`` and pass it
     through ``Collective()``. Every method is a collective: every rank must call it, in the same order.
+
+    ``group``: a subgroup (``dist.new_group``) to work over instead of the whole run; ``rank`` and
+    ``world`` are then this process's rank in it and its size, and rank 0 is its first member (global
+    rank ``src``). Only members of the group may build or use it.
     """
 
-    def __init__(self, device: torch.device | str = "cpu") -> None:
+    def __init__(self, device: torch.device | str = "cpu", group: Any = None) -> None:
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError("Collective() needs an initialised torch.distributed process group")
-        self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        self.backend = dist.get_backend()
+        self.group = group
+        self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
+        if self.rank < 0:
+            raise ValueError(f"global rank {dist.get_rank()} is not a member of the process group given")
+        # broadcasts name their source by its global rank
+        self.src = 0 if group is None else dist.get_global_rank(group, 0)
+        self.backend = dist.get_backend(group)
         # NCCL reduces CUDA tensors only; gloo CPU ones.
         self.device = torch.device(device) if self.backend == "nccl" else torch.device("cpu")
 
@@ -104,12 +113,12 @@ class Collective:
     def sum(self, values: Tensor) -> Tensor:
         """The sum over ranks of ``values`` (any shape), as a tensor on ``values``' device."""
         out = values.detach().to(self.device, copy=True)
-        dist.all_reduce(out, op=dist.ReduceOp.SUM)
+        dist.all_reduce(out, op=dist.ReduceOp.SUM, group=self.group)
         return out.to(values.device)
 
     def max(self, values: Tensor) -> Tensor:
         out = values.detach().to(self.device, copy=True)
-        dist.all_reduce(out, op=dist.ReduceOp.MAX)
+        dist.all_reduce(out, op=dist.ReduceOp.MAX, group=self.group)
         return out.to(values.device)
 
     def sum_floats(self, values: Sequence[float]) -> list[float]:
@@ -119,13 +128,13 @@ class Collective:
         """Every rank's ``local`` concatenated along ``dim`` in rank order (equal shapes)."""
         src = local.detach().to(self.device).contiguous()
         parts = [torch.empty_like(src) for _ in range(self.world)]
-        dist.all_gather(parts, src)
+        dist.all_gather(parts, src, group=self.group)
         return torch.cat(parts, dim=dim).to(local.device)
 
     def broadcast_array(self, array: np.ndarray) -> np.ndarray:
         """Rank 0's ``array`` (same shape and dtype on every rank)."""
         tensor = torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
-        dist.broadcast(tensor, src=0)
+        dist.broadcast(tensor, src=self.src, group=self.group)
         return tensor.cpu().numpy()
 
     # ------------------------------------------------------------------ objects
@@ -133,23 +142,24 @@ class Collective:
     def all_objects(self, obj: Any) -> list[Any]:
         """Every rank's ``obj`` (picklable, trusted: they come from this run's own ranks), in rank order."""
         out: list[Any] = [None] * self.world
-        dist.all_gather_object(out, obj)
+        dist.all_gather_object(out, obj, group=self.group)
         return out
 
     def from_main(self, obj: Any) -> Any:
         """Rank 0's ``obj`` on every rank."""
         box = [obj if self.is_main else None]
-        dist.broadcast_object_list(box, src=0)
+        dist.broadcast_object_list(box, src=self.src, group=self.group)
         return box[0]
 
     def barrier(self) -> None:
-        dist.barrier()
+        dist.barrier(group=self.group)
 
     def close(self, wait: bool = True) -> None:
         """Leaves the process group, with ``wait`` once every rank is done (a rank tearing its
         connections down while another still reads from them can abort the other); without, at once
-        (after an error, when the other ranks may never get here: torchrun stops them)."""
-        if dist.is_initialized():
+        (after an error, when the other ranks may never get here: torchrun stops them). A subgroup's
+        collective leaves nothing: the whole run's does."""
+        if dist.is_initialized() and self.group is None:
             if wait:
                 dist.barrier()
             dist.destroy_process_group()

@@ -138,8 +138,11 @@ class PPOTrainer:
 
             with warnings.catch_warnings():  # its replacement (torch >= 2.13) is not in older versions
                 warnings.filterwarnings("ignore", message=".*broadcast_buffers.*", category=FutureWarning)
-                self._sequence_fn = DistributedDataParallel(_SequenceModule(self.policy),
-                                                            broadcast_buffers=False)
+                # over the collective's own group where it has one (the main learner's ranks when
+                # exploiters train on ranks of their own), else the whole run
+                self._sequence_fn = DistributedDataParallel(
+                    _SequenceModule(self.policy), broadcast_buffers=False,
+                    process_group=getattr(self.collective, "group", None))
         self.kickstart: Kickstart | None = None
         if cfg.kickstart_teacher is not None:
             self.kickstart = Kickstart(
