@@ -19,6 +19,7 @@ import numpy as np
 
 from arena.trainer.distributed import Collective, Shard
 from arena.trainer.opponents import NO_OUTCOME, Matchmaker
+from arena.trainer.snapshot_copies import SnapshotCopies
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +46,9 @@ class SharedMatchmaker:
         self.collective_group, self.shard = collective, shard
         self.inner = inner if collective.is_main else None
         self.source_of = source_of if source_of is not None else getattr(self.inner, "source_of", None)
-        self.capacity = capacity
+        self.copies = SnapshotCopies(capacity)  # players loaded from files (other ranks)
         self.names: list[str] = []  # every player id sent so far, by code
         self.sources: dict[str, str] = {}  # of the players loaded from files
-        self.loaded: list[str] = []  # players loaded from files (other ranks), oldest first
         self.local_lengths: Callable[[np.ndarray], np.ndarray] | None = None  # set by the trainer
         self._lengths = np.zeros(shard.total_envs, dtype=np.float64)
         self.opponents: Any = None
@@ -123,23 +123,10 @@ class SharedMatchmaker:
     def _load(self, picks: list[str]) -> None:
         """Builds this rank's copy of every picked player loaded from a file, evicting the oldest
         unassigned ones beyond ``capacity``."""
-        from arena.agents.policy import load_policy
-
         for name in dict.fromkeys(picks):
-            if name in self.sources and not self.opponents.has_player(name):
-                self.opponents.add_player(name, load_policy(self.sources[name], device=self.opponents.device))
-                self.loaded.append(name)
-            elif name in self.loaded:  # most recently used last
-                self.loaded.remove(name)
-                self.loaded.append(name)
-        if len(self.loaded) > self.capacity:
-            in_use = set(self.opponents.assignment()) | set(picks)
-            for name in list(self.loaded):
-                if len(self.loaded) <= self.capacity:
-                    break
-                if name not in in_use:
-                    self.opponents.release_player(name)
-                    self.loaded.remove(name)
+            if name in self.sources:
+                self.copies.use(self.opponents, name, self.sources[name])
+        self.copies.trim(self.opponents, lambda: set(self.opponents.assignment()) | set(picks))
 
     # ------------------------------------------------------------------ checkpoints (rank 0's)
 
