@@ -151,7 +151,10 @@ def test_ctrl_c_during_a_trial_checkpoints_it_and_stops_the_whole_sweep(tmp_path
                "sweep.name=s", "trainer.total_timesteps=10000000", "trainer.num_envs=16"]
     trials = tmp_path / "runs" / "sweeps" / "s"
     with open(tmp_path / "out.txt", "w") as out, open(tmp_path / "err.txt", "w") as err:
-        process = subprocess.Popen(command, cwd=tmp_path, stdout=out, stderr=err)
+        # Ctrl-C as at a terminal: a shell starts background jobs (a CI script's pytest among them)
+        # with SIGINT ignored, and a child would inherit that and never see the signal.
+        process = subprocess.Popen(command, cwd=tmp_path, stdout=out, stderr=err,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             for _ in range(1200):  # until trial 0 has logged an update (at most 2 minutes)
                 metrics = trials / "0" / "metrics.jsonl"
