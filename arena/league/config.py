@@ -112,13 +112,18 @@ class GauntletConfig:
     (0: every snapshot). A game lasts up to the time limit whoever plays, so a gauntlet costs seconds;
     spacing them keeps its share of the wall time small. ``games: 0`` turns the gauntlet off.
     ``replays: N`` saves the first N games of each reference as ``RUN_DIR/replays/<snapshot>-vs-<ref>.npz``
-    (watch one with ``python -m arena.replay FILE --html OUT.html``); 0: none."""
+    (watch one with ``python -m arena.replay FILE --html OUT.html``); 0: none.
+    ``guard`` (default on): a snapshot of the main learner due to play the gauntlet plays it first,
+    and when the best gauntleted snapshot's lowest score lies above its interval by more than
+    ``guard_margin``, the learner is restored from the best snapshot (``arena.league.guard``)."""
 
     players: list[str] | None = None
     games: int = 200
     every_steps: int = 4_000_000
     seed: int = 12345  # the same spawns for every snapshot: differences come from the players
     replays: int = 0  # games per reference saved as replay files (midrange), 0: none
+    guard: bool = True  # restore the learner from the best snapshot when a gauntlet shows a clear drop
+    guard_margin: float = 0.0  # extra drop tolerated beyond the candidate's 95% interval
 
 
 @dataclass
@@ -165,6 +170,11 @@ class LeagueConfig:
         if isinstance(g.replays, bool) or not isinstance(g.replays, int) or not 0 <= g.replays <= g.games:
             raise ValueError(f"league.gauntlet.replays={g.replays!r} must be an integer in [0, "
                              f"league.gauntlet.games={g.games}] (games saved per reference; 0: none)")
+        if not isinstance(g.guard, bool):
+            raise ValueError(f"league.gauntlet.guard={g.guard!r} must be true or false")
+        if isinstance(g.guard_margin, bool) or not isinstance(g.guard_margin, int | float) or not (
+                0.0 <= g.guard_margin <= 1.0):
+            raise ValueError(f"league.gauntlet.guard_margin={g.guard_margin!r} must be a number in [0, 1]")
         if g.replays and game is not None:
             from arena.replay.file import REPLAY_GAMES
 

@@ -38,6 +38,12 @@ def snapshot_file_name(player_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", player_id) + ".pt"
 
 
+def snapshot_state(policy: Any) -> dict[str, Any]:
+    """What a snapshot file holds: ``{"policy_spec", "policy"}`` (a CPU copy of the weights)."""
+    return {"policy_spec": dict(policy.spec),
+            "policy": {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}}
+
+
 def freeze_policy(league: League, run_dir: str | os.PathLike[str], learner_id: str, policy: Any,
                   step: int) -> Player:
     """Writes the next snapshot of ``learner_id`` and registers it; returns the new player."""
@@ -53,11 +59,7 @@ def freeze_policy(league: League, run_dir: str | os.PathLike[str], learner_id: s
     if path.exists():
         logger.warning("replacing %s: a snapshot file the league store never registered (crash)", path)
         path.unlink()
-    state = {
-        "policy_spec": dict(policy.spec),
-        "policy": {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()},
-    }
-    sha256 = write_snapshot(path, state)
+    sha256 = write_snapshot(path, snapshot_state(policy))
     player = Player(player_id, "snapshot", path=str(relative), sha256=sha256, step=int(step),
                     parent=learner_id)
     league.add_player(player)

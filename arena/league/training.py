@@ -36,16 +36,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from arena.agents.policy import Policy
 from arena.agents.scripted import REFERENCE_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
+from arena.league.guard import best_snapshot, guard_score, rejects
 from arena.league.league import League
-from arena.league.learner import LeagueLearner
+from arena.league.learner import LeagueLearner, snapshot_state
 from arena.league.player_cache import PlayerCache, snapshot_file
-from arena.league.players import Player
+from arena.league.players import Player, snapshot_id
 from arena.league.snapshots import SnapshotGate, verify_snapshot
 from arena.league.timing import LeagueTimer
 from arena.league.trainer_link import LeagueMatchmaker
@@ -55,6 +57,8 @@ from arena.league.update_matchmaker import UpdateMatchmaker
 logger = logging.getLogger(__name__)
 
 PAYOFF_IMAGE = Path("league") / "payoff.png"
+CANDIDATE_FILE = Path("league") / "candidate.pt"  # the weights the guard judges, while it plays them
+GUARD_RESTORES_KEY = "guard_restores"  # league store meta: the guard's restores over the run
 # What log_views sends to the logger (besides the league/* scalars of metrics()).
 LEADERBOARD_KEY, PAYOFF_KEY, PAYOFF_IMAGE_KEY = "league/leaderboard", "league/payoff_heatmap", "league/payoff"
 RATINGS_KEY = "league/rating_curves"
@@ -107,6 +111,8 @@ class LeagueRun:
         self._replays_new: list[tuple[str, Path, Any]] = []  # gauntlet replays not yet sent to the loggers
         self._snapshots_new: list[Player] = []  # snapshots not yet given to the logger
         self._rating_curves: Any = None  # a view.RatingCurves, read from the store at the first view
+        self._guard_new: dict[str, float] = {}  # the last restore's figures, not yet in the metrics
+        self._guard_warned = False
 
     def _roll_back(self, learner_checkpoints: int) -> dict[str, int]:
         """Before anything reads the league: every learner about to resume (the main learner, and each
@@ -276,17 +282,79 @@ class LeagueRun:
         with self.timer.measure("snapshot"):
             if not learner.snapshot_due(self.league):
                 return None
+        judged: list[Any] | None = None  # the gauntlet the published weights already played
+        if learner is self.main and self._gauntlet_due(int(learner.trainer.global_step)) and self._guarding():
+            judged = self._guard(learner)
+        with self.timer.measure("snapshot"):
             player = learner.snapshot(self.league, self.run_dir)
             self._snapshots_new.append(player)
-        if learner is self.main and self._gauntlet_due(player.step):
+        if learner is self.main and (judged is not None or self._gauntlet_due(player.step)):
             with self.timer.measure("gauntlet"):
-                for record in self.gauntlet.play(player.player_id, snapshot_file(self.run_dir, player),
-                                                 player.step):
+                if not judged:  # no candidate played, or the learner was restored
+                    judged = self.gauntlet.play(player.player_id, snapshot_file(self.run_dir, player),
+                                                player.step)
+                for record in judged:
+                    record = dataclasses.replace(record, player_id=player.player_id)
                     self.league.store.record_gauntlet(record)
                     self._gauntlet_new.append(record)
                 self._replays_new.extend(self.gauntlet.take_saved())
             self._gauntlet_step = player.step
         return len(self.league.pool.snapshots(parent=learner.player_id)) - 1
+
+    def _guarding(self) -> bool:
+        if self.gauntlet is None or not self.config.gauntlet.guard:
+            return False
+        if self.main is not None and getattr(self.main.trainer, "collective", None) is not None:
+            if not self._guard_warned:
+                logger.warning("league.gauntlet.guard is off in a data-parallel run: a restore on rank 0 "
+                               "would leave the other ranks' weights behind")
+                self._guard_warned = True
+            return False
+        return True
+
+    def _guard(self, learner: LeagueLearner) -> list[Any]:
+        """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall
+        clearly below the best snapshot's (``arena.league.guard``), the learner is restored from that
+        snapshot. Returns the candidate's records when they stand for the next snapshot (the same
+        weights, the same games), else [] (the restored learner must play its own)."""
+        assert self.gauntlet is not None
+        pool = self.league.pool
+        snapshots = [p.player_id for p in pool.snapshots(parent=learner.player_id)]
+        best = best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references))
+        candidate_id = snapshot_id(learner.player_id, len(snapshots))
+        path = self.run_dir / CANDIDATE_FILE
+        with self.timer.measure("gauntlet"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            torch.save(snapshot_state(learner.trainer.policy), path)
+            try:
+                records = self.gauntlet.play(candidate_id, path, int(learner.trainer.global_step))
+            finally:
+                path.unlink(missing_ok=True)
+        candidate = guard_score(records)
+        if not rejects(candidate, best, self.config.gauntlet.guard_margin):
+            return records
+        assert best is not None
+        self.gauntlet.take_saved()  # the candidate's replays: the restored learner plays its own
+        best_player = pool.get(best.player_id)
+        file = snapshot_file(self.run_dir, best_player)
+        if best_player.sha256 is not None:
+            verify_snapshot(file, best_player.sha256)
+        state = torch.load(file, map_location="cpu", weights_only=True)
+        with torch.no_grad():
+            learner.trainer.policy.load_state_dict(state["policy"])
+        learner.trainer.optimizer.state.clear()  # Adam's moments belong to the weights left behind
+        self._sync_live()
+        restores = int(self.league.store.meta().get(GUARD_RESTORES_KEY, "0")) + 1
+        self.league.store.set_meta(GUARD_RESTORES_KEY, restores)
+        self._guard_new = {"league/guard_restores": float(restores),
+                           "league/guard_rejected_score": candidate.score,
+                           "league/guard_best_score": best.score}
+        logger.warning(
+            "guard: at step %d the learner scores %.3f [%.3f, %.3f] against %s, below the best snapshot "
+            "%s (%.3f against %s): the learner is restored from %s (restore %d)",
+            learner.trainer.global_step, candidate.score, candidate.lower, candidate.upper,
+            candidate.reference, best.player_id, best.score, best.reference, best.player_id, restores)
+        return []
 
     def _gauntlet_due(self, step: int | None) -> bool:
         if self.gauntlet is None:
@@ -336,6 +404,9 @@ class LeagueRun:
             if self._views_due():
                 for player in pool:
                     out[f"league/rating/{player.player_id}"] = ratings.conservative(player.player_id)
+        if self._guard_new:
+            out.update(self._guard_new)
+            self._guard_new = {}
         if self._gauntlet_new:  # once per snapshot, at the step it was taken
             out.update(gauntlet_metrics(self._gauntlet_new))
             self._gauntlet_new = []

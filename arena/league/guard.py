@@ -1,0 +1,83 @@
+"""The guard: the main learner's gauntleted snapshots never fall clearly below the best one.
+
+A learner trained against its own past can get worse and stay worse: its policy drifts into a style
+that beats its recent snapshots and loses to everything else, or its entropy collapses. The gauntlet
+(``arena.league.gauntlet``) sees it happen on a fixed scale; the guard acts on what it sees.
+
+When a snapshot of the main learner is due to play the gauntlet, its weights play it as a candidate,
+before they are published:
+
+- Its *guard score* is its lowest score over the references (the matchup it is weakest in), with
+  that score's 95% Wilson interval.
+- The *best* snapshot is the learner's gauntleted snapshot with the highest guard score (the latest
+  of equals), read from the league store, so a resumed run judges as the uninterrupted one.
+- The candidate is *rejected* when the best's score lies above the candidate's whole interval, by more
+  than ``league.gauntlet.guard_margin`` (default 0): a drop the gauntlet's games cannot explain by
+  chance. The learner's weights are then restored from the best snapshot's file (sha256-checked),
+  its optimizer's moments are cleared, and the restored learner is what the snapshot publishes
+  (and what plays the gauntlet under that snapshot's id).
+
+This is AlphaGo Zero's gate (a new network replaced the best player only when it beat it) and the
+*exploit* step of population-based training (a member falling behind copies a better member's
+weights), measured against fixed references rather than the pool. It keeps the league's output from
+regressing; it does not make the learner learn. Until the learner scores above zero against every
+reference, every candidate's guard score is ~0 and nothing is rejected. Snapshots between two
+gauntlets (``league.gauntlet.every_steps``) are published unjudged. Off: ``league.gauntlet.guard=false``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from arena.league.store import GauntletRecord
+
+
+@dataclass(frozen=True)
+class GuardScore:
+    """A snapshot's lowest score over the references, with that score's 95% Wilson interval."""
+
+    player_id: str
+    reference: str
+    score: float
+    lower: float
+    upper: float
+
+
+def guard_score(records: Sequence[GauntletRecord]) -> GuardScore:
+    """The lowest-scoring reference of one snapshot's gauntlet records."""
+    if not records:
+        raise ValueError("guard_score needs at least one gauntlet record")
+    players = {r.player_id for r in records}
+    if len(players) != 1:
+        raise ValueError(f"guard_score takes the records of one snapshot, got {sorted(players)}")
+    worst = min(records, key=lambda r: r.score()[0])
+    score, lower, upper = worst.score()
+    return GuardScore(worst.player_id, worst.reference, score, lower, upper)
+
+
+def best_snapshot(records: Iterable[GauntletRecord], snapshots: Sequence[str],
+                  references: Sequence[str]) -> GuardScore | None:
+    """The best of ``snapshots`` (in snapshot order) that played every one of ``references``: the
+    highest guard score, the latest of equals. None when none has played them all."""
+    wanted = set(references)
+    by_player: dict[str, dict[str, GauntletRecord]] = {}
+    for record in records:  # in the order played: a replayed pair keeps its latest result
+        if record.reference in wanted:
+            by_player.setdefault(record.player_id, {})[record.reference] = record
+    best: GuardScore | None = None
+    for player_id in snapshots:
+        played = by_player.get(player_id, {})
+        if set(played) != wanted:
+            continue
+        score = guard_score(list(played.values()))
+        if best is None or score.score >= best.score:
+            best = score
+    return best
+
+
+def rejects(candidate: GuardScore, best: GuardScore | None, margin: float = 0.0) -> bool:
+    """Whether the best snapshot's score lies above the candidate's 95% interval by more than ``margin``."""
+    if best is None or candidate.score >= best.score:
+        return False
+    return candidate.upper + margin < best.score - 1e-9  # a rounding of the interval is not a drop

@@ -1,0 +1,177 @@
+"""The guard: a main-learner snapshot that falls clearly below the best one is not published; the
+learner is restored from the best snapshot instead (arena/league/guard.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from arena.agents.policy import Policy, load_policy
+from arena.agents.scripted_rpsw import THROWS
+from arena.league.config import league_config
+from arena.league.guard import GuardScore, best_snapshot, guard_score, rejects
+from arena.league.store import GauntletRecord
+from arena.league.training import CANDIDATE_FILE, LeagueRun
+from arena.train import main
+from arena.trainer.config import PolicyConfig, TrainerConfig
+from arena.trainer.ppo import PPOTrainer
+
+SMALL = PolicyConfig(hidden_size=8, lstm_size=8)
+# The learner plays only the constant bot (always rock); every update is due a snapshot and a gauntlet.
+GUARDED = {"matchmaking": {"mix": {"mirror": 0.0, "pfsp": 0.0, "scripted": 1.0}},
+           "scripted": ["constant"], "snapshot": {"every_steps": 1, "beat_all_threshold": None},
+           "gauntlet": {"players": ["scripted:constant"], "games": 40, "every_steps": 0}}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def record(player: str, reference: str, wins: int, draws: int, losses: int) -> GauntletRecord:
+    return GauntletRecord(player, reference, 0, wins, draws, losses)
+
+
+def test_the_guard_score_is_the_lowest_reference_with_its_interval():
+    score = guard_score([record("s0", "a", 90, 0, 10), record("s0", "b", 50, 20, 30)])
+    assert (score.reference, score.score) == ("b", 0.6)
+    assert score.lower < 0.6 < score.upper
+    with pytest.raises(ValueError, match="one snapshot"):
+        guard_score([record("s0", "a", 1, 0, 0), record("s1", "a", 1, 0, 0)])
+
+
+def test_the_best_snapshot_played_every_reference_and_is_the_latest_of_equals():
+    records = [record("s0", "a", 80, 0, 20), record("s0", "b", 80, 0, 20),
+               record("s1", "a", 100, 0, 0),  # never played b: not a candidate for best
+               record("s2", "a", 90, 0, 10), record("s2", "b", 80, 0, 20),
+               record("s3", "a", 50, 0, 50), record("s3", "b", 50, 0, 50)]
+    best = best_snapshot(records, ["s0", "s1", "s2", "s3"], ["a", "b"])
+    assert best is not None and (best.player_id, best.score) == ("s2", 0.8)
+    assert best_snapshot(records, ["s1"], ["a", "b"]) is None
+    assert best_snapshot(records, ["s0", "s1", "s2"], ["a"]).player_id == "s1"
+
+
+def test_a_candidate_is_rejected_only_when_the_best_lies_above_its_whole_interval():
+    best = GuardScore("s2", "a", 0.9, 0.85, 0.94)
+    assert not rejects(GuardScore("s3", "a", 0.85, 0.80, 0.91), best)  # within chance
+    assert rejects(GuardScore("s3", "a", 0.70, 0.63, 0.77), best)
+    assert not rejects(GuardScore("s3", "a", 0.70, 0.63, 0.77), best, margin=0.2)
+    assert not rejects(GuardScore("s3", "a", 0.0, 0.0, 0.02), None)  # nothing to fall below
+
+
+def test_a_guard_margin_outside_zero_to_one_is_refused_by_name():
+    with pytest.raises(ValueError, match="league.gauntlet.guard_margin=2"):
+        league_config({"gauntlet": {"guard_margin": 2}}).validate("rpsw")
+
+
+def rpsw_trainer(tmp_path, matchmaker) -> PPOTrainer:
+    config = TrainerConfig(num_envs=4, num_threads=1, torch_threads=1, total_timesteps=10**6, bptt_horizon=8,
+                           rollout_steps=16, minibatch_size=64, seed=1,
+                           checkpoint_dir=str(tmp_path / "checkpoints"))
+    return PPOTrainer(config, SMALL, game="rpsw", matchmaker=matchmaker)
+
+
+def always(policy: Policy, throw: str) -> None:
+    """Makes ``policy`` throw ``throw`` whatever it sees (a learner that has found, or lost, the reply)."""
+    with torch.no_grad():
+        policy.actor.weight.zero_()
+        policy.actor.bias.fill_(-30.0)
+        policy.actor.bias[THROWS.index(throw)] = 30.0
+
+
+def open_run(tmp_path, **gauntlet) -> tuple[LeagueRun, PPOTrainer]:
+    config = json.loads(json.dumps(GUARDED))
+    config["gauntlet"].update(gauntlet)
+    run = LeagueRun(league_config(config), tmp_path, game="rpsw")
+    trainer = rpsw_trainer(tmp_path, run.matchmaker())
+    run.attach(trainer)
+    return run, trainer
+
+
+def snapshot_after(run: LeagueRun, trainer: PPOTrainer, throw: str,
+                   rollouts: int = 1) -> tuple[str, float, dict]:
+    """The learner, made to throw ``throw``, plays a rollout (no update) and reaches its next snapshot:
+    the snapshot's id, its gauntlet score against the constant bot, and the league's metrics."""
+    always(trainer.policy, throw)
+    for _ in range(rollouts):
+        trainer.evaluate()
+    metrics = run.after_update()
+    latest = run.league.pool.latest_snapshot(parent="learner")
+    scores = [r.score()[0] for r in run.league.store.gauntlet() if r.player_id == latest.player_id]
+    assert len(scores) == 1
+    return latest.player_id, scores[0], metrics
+
+
+def weights_of(policy: Policy) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in policy.state_dict().items()}
+
+
+def test_a_collapsed_learner_is_restored_from_the_best_snapshot_and_that_is_what_gets_published(tmp_path):
+    run, trainer = open_run(tmp_path)
+    first, score, _ = snapshot_after(run, trainer, "paper")  # paper beats the constant rock
+    assert score == 1.0
+    best_weights = weights_of(trainer.policy)
+    trainer.optimizer.state[next(iter(trainer.policy.parameters()))]["exp_avg"] = torch.ones(1)
+    second, score, metrics = snapshot_after(run, trainer, "scissors")  # rock beats scissors: a collapse
+    assert second != first and score == 1.0  # the published snapshot is the restored learner
+    assert metrics["league/guard_restores"] == 1.0
+    assert metrics["league/guard_rejected_score"] == 0.0 and metrics["league/guard_best_score"] == 1.0
+    now = weights_of(trainer.policy)
+    assert all(torch.equal(now[k], best_weights[k]) for k in best_weights)
+    assert not trainer.optimizer.state  # Adam's moments of the collapsed weights are gone
+    published = load_policy(str(tmp_path / run.league.pool.get(second).path))
+    assert all(torch.equal(published.state_dict()[k], best_weights[k]) for k in best_weights)
+    assert not (tmp_path / CANDIDATE_FILE).exists()
+    assert run.league.store.meta()["guard_restores"] == "1"
+    trainer.close()
+    run.close()
+
+
+def test_a_candidate_that_holds_is_published_with_the_gauntlet_it_played(tmp_path):
+    run, trainer = open_run(tmp_path)
+    snapshot_after(run, trainer, "paper")
+    trainer.optimizer.state[next(iter(trainer.policy.parameters()))]["exp_avg"] = torch.ones(1)
+    _, score, metrics = snapshot_after(run, trainer, "paper")
+    assert score == 1.0 and "league/guard_restores" not in metrics
+    assert trainer.optimizer.state  # untouched
+    played = run.league.store.gauntlet()
+    assert [r.player_id for r in played] == ["learner:snap-000000", "learner:snap-000001"]  # once each
+    trainer.close()
+    run.close()
+
+
+def test_without_the_guard_the_collapsed_snapshot_is_published(tmp_path):
+    run, trainer = open_run(tmp_path, guard=False)
+    snapshot_after(run, trainer, "paper")
+    _, score, metrics = snapshot_after(run, trainer, "scissors")
+    assert score == 0.0 and "league/guard_restores" not in metrics
+    trainer.close()
+    run.close()
+
+
+def test_a_resumed_run_judges_against_the_best_snapshot_in_the_store(tmp_path):
+    run, trainer = open_run(tmp_path)
+    snapshot_after(run, trainer, "paper")
+    trainer.close()
+    run.close()
+    run, trainer = open_run(tmp_path)  # a new process: the best is read back from the league store
+    _, score, metrics = snapshot_after(run, trainer, "scissors", rollouts=2)  # past the last snapshot's step
+    assert score == 1.0 and metrics["league/guard_restores"] == 1.0
+    trainer.close()
+    run.close()
+
+
+def test_the_bare_league_command_runs_with_the_guard_on(tmp_path):
+    run_dir = tmp_path / "run"
+    argv = ["env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=16", "trainer.num_threads=1",
+            "trainer.torch_threads=1", "+league=selfplay", f"run_dir={run_dir}",
+            "trainer.total_timesteps=3000",
+            "league.snapshot.every_steps=1000", "league.gauntlet.games=20", "league.gauntlet.every_steps=0"]
+    assert main(argv) == 0
+    config = (run_dir / "config.yaml").read_text()
+    assert "guard: true" in config
