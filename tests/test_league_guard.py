@@ -10,6 +10,7 @@ import torch
 
 from arena.agents.policy import Policy, load_policy
 from arena.agents.scripted_rpsw import THROWS
+from arena.league.__main__ import main as league_cli
 from arena.league.config import league_config
 from arena.league.guard import GuardScore, best_snapshot, guard_score, rejects
 from arena.league.store import GauntletRecord
@@ -111,7 +112,8 @@ def weights_of(policy: Policy) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in policy.state_dict().items()}
 
 
-def test_a_collapsed_learner_is_restored_from_the_best_snapshot_and_that_is_what_gets_published(tmp_path):
+def test_a_collapsed_learner_is_restored_from_the_best_snapshot_and_that_is_what_gets_published(tmp_path,
+                                                                                                  capsys):
     run, trainer = open_run(tmp_path)
     first, score, _ = snapshot_after(run, trainer, "paper")  # paper beats the constant rock
     assert score == 1.0
@@ -130,6 +132,8 @@ def test_a_collapsed_learner_is_restored_from_the_best_snapshot_and_that_is_what
     assert run.league.store.meta()["guard_restores"] == "1"
     trainer.close()
     run.close()
+    assert league_cli(["show", str(tmp_path), "--out", str(tmp_path / "views")]) == 0
+    assert "restored from its best snapshot 1 time(s)" in capsys.readouterr().out
 
 
 def test_a_candidate_that_holds_is_published_with_the_gauntlet_it_played(tmp_path):

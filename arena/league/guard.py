@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 from arena.league.store import GauntletRecord
 
+GUARD_RESTORES_KEY = "guard_restores"  # league store meta: the guard's restores over the run
+
 
 @dataclass(frozen=True)
 class GuardScore:

@@ -43,7 +43,7 @@ from arena.agents.scripted import REFERENCE_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
-from arena.league.guard import best_snapshot, guard_score, rejects
+from arena.league.guard import GUARD_RESTORES_KEY, best_snapshot, guard_score, rejects
 from arena.league.league import League
 from arena.league.learner import LeagueLearner, snapshot_state
 from arena.league.player_cache import PlayerCache, snapshot_file
@@ -58,7 +58,6 @@ logger = logging.getLogger(__name__)
 
 PAYOFF_IMAGE = Path("league") / "payoff.png"
 CANDIDATE_FILE = Path("league") / "candidate.pt"  # the weights the guard judges, while it plays them
-GUARD_RESTORES_KEY = "guard_restores"  # league store meta: the guard's restores over the run
 # What log_views sends to the logger (besides the league/* scalars of metrics()).
 LEADERBOARD_KEY, PAYOFF_KEY, PAYOFF_IMAGE_KEY = "league/leaderboard", "league/payoff_heatmap", "league/payoff"
 RATINGS_KEY = "league/rating_curves"
