@@ -26,12 +26,7 @@ GUARDED = {"matchmaking": {"mix": {"mirror": 0.0, "pfsp": 0.0, "scripted": 1.0}}
            "gauntlet": {"players": ["scripted:constant"], "games": 40, "every_steps": 0}}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def record(player: str, reference: str, wins: int, draws: int, losses: int) -> GauntletRecord:

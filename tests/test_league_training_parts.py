@@ -26,12 +26,7 @@ from arena.trainer.ppo import PPOTrainer
 SMALL = PolicyConfig(hidden_size=8, lstm_size=8)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def rpsw_trainer(tmp_path, matchmaker, num_envs: int = 2) -> PPOTrainer:
