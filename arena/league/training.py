@@ -48,7 +48,7 @@ from arena.league.league import League
 from arena.league.learner import LeagueLearner, snapshot_state
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
-from arena.league.snapshots import SnapshotGate, verify_snapshot
+from arena.league.snapshots import SnapshotGate, load_snapshot, verify_snapshot
 from arena.league.timing import LeagueTimer
 from arena.league.trainer_link import LeagueMatchmaker
 from arena.league.two_team_ratings import TwoTeamRatings
@@ -281,13 +281,14 @@ class LeagueRun:
         with self.timer.measure("snapshot"):
             if not learner.snapshot_due(self.league):
                 return None
-        judged: list[Any] | None = None  # the gauntlet the published weights already played
-        if learner is self.main and self._gauntlet_due(int(learner.trainer.global_step)) and self._guarding():
-            judged = self._guard(learner)
+        gauntlet_due = learner is self.main and self._gauntlet_due(int(learner.trainer.global_step))
+        # The games the published weights already played: the guard's accepted candidate, else none.
+        judged = self._guard(learner) if gauntlet_due and self._guarding() else []
         with self.timer.measure("snapshot"):
             player = learner.snapshot(self.league, self.run_dir)
             self._snapshots_new.append(player)
-        if learner is self.main and (judged is not None or self._gauntlet_due(player.step)):
+        if gauntlet_due:
+            assert self.gauntlet is not None
             with self.timer.measure("gauntlet"):
                 if not judged:  # no candidate played, or the learner was restored
                     judged = self.gauntlet.play(player.player_id, snapshot_file(self.run_dir, player),
@@ -335,10 +336,8 @@ class LeagueRun:
         assert best is not None
         self.gauntlet.take_saved()  # the candidate's replays: the restored learner plays its own
         best_player = pool.get(best.player_id)
-        file = snapshot_file(self.run_dir, best_player)
-        if best_player.sha256 is not None:
-            verify_snapshot(file, best_player.sha256)
-        state = torch.load(file, map_location="cpu", weights_only=True)
+        assert best_player.sha256 is not None  # freeze_policy records every snapshot's
+        state = load_snapshot(snapshot_file(self.run_dir, best_player), best_player.sha256)
         with torch.no_grad():
             learner.trainer.policy.load_state_dict(state["policy"])
         learner.trainer.optimizer.state.clear()  # Adam's moments belong to the weights left behind
