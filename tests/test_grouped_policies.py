@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import arena
-from arena.agents.grouped import PolicyBank
+from arena.agents.grouped import PolicyBank, plan_passes
 from arena.agents.policy import Policy
 from arena.trainer.opponents import Opponents
 
@@ -49,6 +49,45 @@ def test_a_bank_step_equals_each_policys_own_forward_step_on_its_rows(in_play):
             torch.testing.assert_close(logits[lo:hi], torch.cat(own_logits, dim=-1), rtol=1e-5, atol=1e-5)
             torch.testing.assert_close(h_new[lo:hi], own_h, rtol=1e-5, atol=1e-5)
             torch.testing.assert_close(c_new[lo:hi], own_c, rtol=1e-5, atol=1e-5)
+
+
+def test_a_bank_step_with_a_few_crowded_players_equals_each_policys_own_forward_step():
+    # Most players hold one row and two hold many: the rows are stepped in several padded passes
+    # (the crowded players' later rows with their weights gathered), each row exactly once.
+    counts = [1, 1, 700, 1, 0, 1, 300, 1, 2, 1, 1, 1]
+    policies = {k: frozen(k) for k in range(len(counts))}
+    bank = bank_of(policies)
+    assert len(plan_passes(np.array(counts))) == 3
+    edges = np.cumsum([0] + counts).tolist()
+    bounds = list(zip(edges[:-1], edges[1:], strict=True))
+    n = edges[-1]
+    g = torch.Generator().manual_seed(1)
+    obs = torch.randn(n, 11, generator=g)
+    h, c = torch.randn(n, 8, generator=g), torch.randn(n, 8, generator=g)
+    starts = torch.rand(n, generator=g) < 0.3
+    with torch.inference_mode():
+        logits, (h_new, c_new) = bank.forward_step(list(policies), bounds, obs, (h, c), starts)
+        for player, (lo, hi) in enumerate(bounds):
+            own_logits, _, (own_h, own_c) = policies[player].forward_step(obs[lo:hi], (h[lo:hi], c[lo:hi]),
+                                                                          starts[lo:hi])
+            torch.testing.assert_close(logits[lo:hi], torch.cat(own_logits, dim=-1), rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(h_new[lo:hi], own_h, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(c_new[lo:hi], own_c, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("counts", [[3, 0, 7, 1, 2, 4], [1] * 40 + [600, 300], [1] * 8 + [700, 2, 300],
+                                    [5] * 10, [0, 0], [12]])
+def test_the_pass_plan_covers_each_players_rows_once_and_never_pads_more_than_one_batch(counts):
+    counts = np.array(counts)
+    covered = np.zeros(len(counts), dtype=int)
+    padded = 0
+    for members, skip, width in plan_passes(counts):
+        assert width > 0 and len(members) > 0
+        assert (covered[members] == skip).all()  # a pass goes on where the last one stopped
+        covered[members] += np.minimum(counts[members] - skip, width)
+        padded += len(members) * width
+    assert (covered == counts).all()
+    assert padded <= len(counts) * counts.max()
 
 
 def test_a_slot_put_again_takes_the_new_weights_and_a_dropped_slot_is_reused():

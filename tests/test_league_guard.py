@@ -1,5 +1,6 @@
-"""The guard: a main-learner snapshot that falls clearly below the best one is not published; the
-learner is restored from the best snapshot instead (arena/league/guard.py)."""
+"""The guard: a main-learner snapshot that falls clearly below the best one is not published (the best
+one's weights are); after guard_patience such drops in a row the learner is restored from the best
+snapshot (arena/league/guard.py)."""
 
 from __future__ import annotations
 
@@ -60,9 +61,11 @@ def test_a_candidate_is_rejected_only_when_the_best_lies_above_its_whole_interva
     assert not rejects(GuardScore("s3", "a", 0.0, 0.0, 0.02), None)  # nothing to fall below
 
 
-def test_a_guard_margin_outside_zero_to_one_is_refused_by_name():
+def test_a_guard_margin_outside_zero_to_one_or_a_patience_below_one_is_refused_by_name():
     with pytest.raises(ValueError, match="league.gauntlet.guard_margin=2"):
         league_config({"gauntlet": {"guard_margin": 2}}).validate("rpsw")
+    with pytest.raises(ValueError, match="league.gauntlet.guard_patience=0 must be an integer >= 1"):
+        league_config({"gauntlet": {"guard_patience": 0}}).validate("rpsw")
 
 
 def rpsw_trainer(tmp_path, matchmaker) -> PPOTrainer:
@@ -109,7 +112,7 @@ def weights_of(policy: Policy) -> dict[str, torch.Tensor]:
 
 def test_a_collapsed_learner_is_restored_from_the_best_snapshot_and_that_is_what_gets_published(tmp_path,
                                                                                                   capsys):
-    run, trainer = open_run(tmp_path)
+    run, trainer = open_run(tmp_path, guard_patience=1)  # restored at the first rejection
     first, score, _ = snapshot_after(run, trainer, "paper")  # paper beats the constant rock
     assert score == 1.0
     best_weights = weights_of(trainer.policy)
@@ -144,6 +147,34 @@ def test_a_candidate_that_holds_is_published_with_the_gauntlet_it_played(tmp_pat
     run.close()
 
 
+def test_a_rejected_candidate_publishes_the_best_weights_and_the_learner_learns_on_until_its_patience_ends(
+        tmp_path):
+    run, trainer = open_run(tmp_path, guard_patience=2)
+    first, _, _ = snapshot_after(run, trainer, "paper")
+    best_weights = weights_of(trainer.policy)
+    trainer.optimizer.state[next(iter(trainer.policy.parameters()))]["exp_avg"] = torch.ones(1)
+    second, score, metrics = snapshot_after(run, trainer, "scissors")  # rejected: 1 in a row
+    assert score == 1.0  # what is published is the best snapshot's weights ...
+    published = load_policy(str(tmp_path / run.league.pool.get(second).path))
+    assert all(torch.equal(published.state_dict()[k], best_weights[k]) for k in best_weights)
+    learner_weights = weights_of(trainer.policy)  # ... while the learner keeps its own, and Adam's
+    assert not torch.equal(learner_weights["actor.bias"], best_weights["actor.bias"])
+    assert trainer.optimizer.state
+    assert metrics["league/guard_rejections"] == 1.0 and metrics["league/guard_restores"] == 0.0
+    _, score, metrics = snapshot_after(run, trainer, "paper")  # accepted: the count in a row restarts
+    assert score == 1.0 and "league/guard_restores" not in metrics
+    snapshot_after(run, trainer, "scissors")  # rejected: 1 in a row
+    assert weights_of(trainer.policy)["actor.bias"].argmax() == 2  # scissors still
+    _, score, metrics = snapshot_after(run, trainer, "scissors")  # rejected: 2 in a row, restored
+    assert score == 1.0
+    assert metrics["league/guard_rejections"] == 3.0 and metrics["league/guard_restores"] == 1.0
+    assert all(torch.equal(weights_of(trainer.policy)[k], best_weights[k]) for k in best_weights)
+    assert not trainer.optimizer.state
+    assert run.league.store.meta()["guard_rejections_in_a_row"] == "0"
+    trainer.close()
+    run.close()
+
+
 def test_without_the_guard_the_collapsed_snapshot_is_published(tmp_path):
     run, trainer = open_run(tmp_path, guard=False)
     snapshot_after(run, trainer, "paper")
@@ -154,13 +185,16 @@ def test_without_the_guard_the_collapsed_snapshot_is_published(tmp_path):
 
 
 def test_a_resumed_run_judges_against_the_best_snapshot_in_the_store(tmp_path):
-    run, trainer = open_run(tmp_path)
+    run, trainer = open_run(tmp_path, guard_patience=2)
     snapshot_after(run, trainer, "paper")
+    _, _, metrics = snapshot_after(run, trainer, "scissors")  # the first rejection in a row
+    assert metrics["league/guard_restores"] == 0.0
     trainer.close()
     run.close()
-    run, trainer = open_run(tmp_path)  # a new process: the best is read back from the league store
-    _, score, metrics = snapshot_after(run, trainer, "scissors", rollouts=2)  # past the last snapshot's step
-    assert score == 1.0 and metrics["league/guard_restores"] == 1.0
+    run, trainer = open_run(tmp_path, guard_patience=2)  # a new process: the best and the count of
+    # rejections in a row are read back from the league store
+    _, score, metrics = snapshot_after(run, trainer, "scissors", rollouts=3)  # past the last snapshot's step
+    assert score == 1.0 and metrics["league/guard_restores"] == 1.0  # the second rejection in a row
     trainer.close()
     run.close()
 

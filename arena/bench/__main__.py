@@ -10,6 +10,7 @@ COMMANDS = {
     "pilots": ("arena.bench.pilots", "heuristic pilot against the random bot over 1000 matches"),
     "train": ("arena.bench.train_sps", "training SPS with the time split"),
     "learn": ("arena.bench.learn", "win rate against the heuristic pilot over 15 minutes of training"),
+    "bank": ("arena.bench.bank", "frozen opponents' batched step: one padded pass vs planned passes"),
     "league": ("arena.bench.league", "share of training wall time in league work, selfplay midrange 1v1"),
     "evaluate": ("arena.bench.evaluate", "evaluation matches/s, midrange 1v1: scripted and LSTM players"),
     "ddp": ("arena.bench.ddp", "data-parallel training, 1 rank vs 2 (gloo): parameters equal, SPS"),

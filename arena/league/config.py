@@ -115,7 +115,9 @@ class GauntletConfig:
     (watch one with ``python -m arena.replay FILE --html OUT.html``); 0: none.
     ``guard`` (default on): a snapshot of the main learner due to play the gauntlet plays it first,
     and when the best gauntleted snapshot's lowest score lies above its interval by more than
-    ``guard_margin``, the learner is restored from the best snapshot (``arena.league.guard``)."""
+    ``guard_margin``, the snapshot publishes the best snapshot's weights instead; after
+    ``guard_patience`` such rejections in a row the learner itself is restored from the best snapshot
+    (``arena.league.guard``)."""
 
     players: list[str] | None = None
     games: int = 200
@@ -124,6 +126,7 @@ class GauntletConfig:
     replays: int = 0  # games per reference saved as replay files (midrange), 0: none
     guard: bool = True  # restore the learner from the best snapshot when a gauntlet shows a clear drop
     guard_margin: float = 0.0  # extra drop tolerated beyond the candidate's 95% interval
+    guard_patience: int = 3  # rejections in a row before the learner is restored (1: at every one)
 
 
 @dataclass
@@ -175,6 +178,10 @@ class LeagueConfig:
         if isinstance(g.guard_margin, bool) or not isinstance(g.guard_margin, int | float) or not (
                 0.0 <= g.guard_margin <= 1.0):
             raise ValueError(f"league.gauntlet.guard_margin={g.guard_margin!r} must be a number in [0, 1]")
+        patience = g.guard_patience
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+            raise ValueError(f"league.gauntlet.guard_patience={g.guard_patience!r} must be an integer >= 1 "
+                             "(rejections in a row before the learner is restored)")
         if g.replays and game is not None:
             from arena.replay.file import REPLAY_GAMES
 

@@ -13,16 +13,21 @@ before they are published:
   of equals), read from the league store, so a resumed run judges as the uninterrupted one.
 - The candidate is *rejected* when the best's score lies above the candidate's whole interval, by more
   than ``league.gauntlet.guard_margin`` (default 0): a drop the gauntlet's games cannot explain by
-  chance. The learner's weights are then restored from the best snapshot's file (sha256-checked),
-  its optimizer's moments are cleared, and the restored learner is what the snapshot publishes
-  (and what plays the gauntlet under that snapshot's id).
+  chance. A rejected candidate is never published: the snapshot holds the best snapshot's weights
+  (read from its file, sha256-checked) and plays the gauntlet under its own id.
+- The learner keeps its own weights and goes on learning until ``league.gauntlet.guard_patience``
+  (default 3) candidates in a row are rejected; then its weights are restored from the best
+  snapshot and its optimizer's moments cleared. Restoring at the first rejection (patience 1) kept
+  learners of 30-minute midrange runs on a treadmill: each restore was followed by the same drop
+  within the next gauntlet's 4M samples, up to five times in a row, with no room to cross a dip.
 
-This is AlphaGo Zero's gate (a new network replaced the best player only when it beat it) and the
-*exploit* step of population-based training (a member falling behind copies a better member's
-weights), measured against fixed references rather than the pool. It keeps the league's output from
-regressing; it does not make the learner learn. Until the learner scores above zero against every
-reference, every candidate's guard score is ~0 and nothing is rejected. Snapshots between two
-gauntlets (``league.gauntlet.every_steps``) are published unjudged. Off: ``league.gauntlet.guard=false``.
+This is AlphaGo Zero's gate (a new network replaced the best player only when it beat it, while
+training went on) and the *exploit* step of population-based training (a member falling behind
+copies a better member's weights), measured against fixed references rather than the pool. It keeps
+the league's output from regressing; it does not make the learner learn. Until the learner scores
+above zero against every reference, every candidate's guard score is ~0 and nothing is rejected.
+Snapshots between two gauntlets (``league.gauntlet.every_steps``) are published unjudged.
+Off: ``league.gauntlet.guard=false``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from dataclasses import dataclass
 from arena.league.store import GauntletRecord
 
 GUARD_RESTORES_KEY = "guard_restores"  # league store meta: the guard's restores over the run
+GUARD_REJECTIONS_KEY = "guard_rejections"  # league store meta: candidates rejected over the run
+GUARD_STREAK_KEY = "guard_rejections_in_a_row"  # league store meta: since the last accepted or restore
 
 
 @dataclass(frozen=True)

@@ -262,9 +262,14 @@ class LeagueStore:
 
     def set_meta(self, key: str, value: str | int | float | dict | list) -> None:
         """Store a run-info value (non-strings are stored as JSON)."""
-        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        self.set_metas({key: value})
+
+    def set_metas(self, values: Mapping[str, str | int | float | dict | list]) -> None:
+        """Store several run-info values in one transaction (all or none)."""
+        rows = [(key, value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+                for key, value in values.items()]
         with self._transaction():
-            self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, text))
+            self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
 
     def meta(self) -> dict[str, str]:
         return dict(self._conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall())

@@ -28,6 +28,7 @@ and step as of the last league round) and ``after_update`` runs the round
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import os
@@ -43,9 +44,16 @@ from arena.agents.scripted import REFERENCE_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
-from arena.league.guard import GUARD_RESTORES_KEY, best_snapshot, guard_score, rejects
+from arena.league.guard import (
+    GUARD_REJECTIONS_KEY,
+    GUARD_RESTORES_KEY,
+    GUARD_STREAK_KEY,
+    best_snapshot,
+    guard_score,
+    rejects,
+)
 from arena.league.league import League
-from arena.league.learner import LeagueLearner, snapshot_state
+from arena.league.learner import LeagueLearner, freeze_policy, snapshot_state
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
 from arena.league.snapshots import SnapshotGate, load_snapshot, verify_snapshot
@@ -282,15 +290,20 @@ class LeagueRun:
             if not learner.snapshot_due(self.league):
                 return None
         gauntlet_due = learner is self.main and self._gauntlet_due(int(learner.trainer.global_step))
-        # The games the published weights already played: the guard's accepted candidate, else none.
-        judged = self._guard(learner) if gauntlet_due and self._guarding() else []
+        # The games the published weights already played (the guard's accepted candidate, else none),
+        # and the weights to publish instead of the learner's (a rejected candidate's best snapshot).
+        judged, instead = self._guard(learner) if gauntlet_due and self._guarding() else ([], None)
         with self.timer.measure("snapshot"):
-            player = learner.snapshot(self.league, self.run_dir)
+            if instead is None:
+                player = learner.snapshot(self.league, self.run_dir)
+            else:
+                player = freeze_policy(self.league, self.run_dir, learner.player_id, instead,
+                                       learner.trainer.global_step)
             self._snapshots_new.append(player)
         if gauntlet_due:
             assert self.gauntlet is not None
             with self.timer.measure("gauntlet"):
-                if not judged:  # no candidate played, or the learner was restored
+                if not judged:  # no candidate played, or it was rejected
                     judged = self.gauntlet.play(player.player_id, snapshot_file(self.run_dir, player),
                                                 player.step)
                 for record in judged:
@@ -312,11 +325,13 @@ class LeagueRun:
             return False
         return True
 
-    def _guard(self, learner: LeagueLearner) -> list[Any]:
+    def _guard(self, learner: LeagueLearner) -> tuple[list[Any], Policy | None]:
         """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall
-        clearly below the best snapshot's (``arena.league.guard``), the learner is restored from that
-        snapshot. Returns the candidate's records when they stand for the next snapshot (the same
-        weights, the same games), else [] (the restored learner must play its own)."""
+        clearly below the best snapshot's (``arena.league.guard``), the snapshot publishes the best's
+        weights instead, and after ``guard_patience`` rejections in a row the learner is restored from
+        them. Returns the candidate's records when they stand for the next snapshot (the same weights,
+        the same games), else [] (the published weights play their own); and the weights to publish
+        instead of the learner's (None: the learner's)."""
         assert self.gauntlet is not None
         pool = self.league.pool
         snapshots = [p.player_id for p in pool.snapshots(parent=learner.player_id)]
@@ -331,28 +346,46 @@ class LeagueRun:
             finally:
                 path.unlink(missing_ok=True)
         candidate = guard_score(records)
+        store = self.league.store
+        meta = store.meta()
         if not rejects(candidate, best, self.config.gauntlet.guard_margin):
-            return records
+            if meta.get(GUARD_STREAK_KEY, "0") != "0":
+                store.set_meta(GUARD_STREAK_KEY, 0)
+            return records, None
         assert best is not None
-        self.gauntlet.take_saved()  # the candidate's replays: the restored learner plays its own
+        self.gauntlet.take_saved()  # the candidate's replays: the published weights play their own
         best_player = pool.get(best.player_id)
         assert best_player.sha256 is not None  # freeze_policy records every snapshot's
         state = load_snapshot(snapshot_file(self.run_dir, best_player), best_player.sha256)
-        with torch.no_grad():
-            learner.trainer.policy.load_state_dict(state["policy"])
-        learner.trainer.optimizer.state.clear()  # Adam's moments belong to the weights left behind
-        self._sync_live()
-        restores = int(self.league.store.meta().get(GUARD_RESTORES_KEY, "0")) + 1
-        self.league.store.set_meta(GUARD_RESTORES_KEY, restores)
-        self._guard_new = {"league/guard_restores": float(restores),
+        streak = int(meta.get(GUARD_STREAK_KEY, "0")) + 1
+        rejections = int(meta.get(GUARD_REJECTIONS_KEY, "0")) + 1
+        restores = int(meta.get(GUARD_RESTORES_KEY, "0"))
+        instead: Policy | None = None
+        if streak >= self.config.gauntlet.guard_patience:
+            with torch.no_grad():
+                learner.trainer.policy.load_state_dict(state["policy"])
+            learner.trainer.optimizer.state.clear()  # Adam's moments belong to the weights left behind
+            self._sync_live()
+            restores, streak = restores + 1, 0
+            action = f"the learner is restored from {best.player_id} (restore {restores})"
+        else:
+            instead = copy.deepcopy(learner.trainer.policy)
+            instead.load_state_dict(state["policy"])
+            left = self.config.gauntlet.guard_patience - streak
+            action = (f"the snapshot publishes {best.player_id}'s weights; the learner keeps learning "
+                      f"({left} more rejection(s) in a row restore it)")
+        store.set_metas({GUARD_STREAK_KEY: streak, GUARD_REJECTIONS_KEY: rejections,
+                         GUARD_RESTORES_KEY: restores})
+        self._guard_new = {"league/guard_rejections": float(rejections),
+                           "league/guard_restores": float(restores),
                            "league/guard_rejected_score": candidate.score,
                            "league/guard_best_score": best.score}
         logger.warning(
             "guard: at step %d the learner scores %.3f [%.3f, %.3f] against %s, below the best snapshot "
-            "%s (%.3f against %s): the learner is restored from %s (restore %d)",
+            "%s (%.3f against %s): %s",
             learner.trainer.global_step, candidate.score, candidate.lower, candidate.upper,
-            candidate.reference, best.player_id, best.score, best.reference, best.player_id, restores)
-        return []
+            candidate.reference, best.player_id, best.score, best.reference, action)
+        return [], instead
 
     def _gauntlet_due(self, step: int | None) -> bool:
         if self.gauntlet is None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.table import Table
 
-from arena.league.guard import GUARD_RESTORES_KEY
+from arena.league.guard import GUARD_REJECTIONS_KEY, GUARD_RESTORES_KEY
 from arena.league.payoff import PayoffTable
 from arena.league.ratings import Ratings
 from arena.league.store import (
@@ -233,11 +233,13 @@ def plot_gauntlet(records: Sequence[GauntletRecord], path: str | os.PathLike[str
     return _save(fig, plt, path)
 
 
-def gauntlet_table(records: Sequence[GauntletRecord], last: int = 10, restores: int = 0) -> Table:
+def gauntlet_table(records: Sequence[GauntletRecord], last: int = 10, restores: int = 0,
+                   rejections: int = 0) -> Table:
     """The last ``last`` snapshots' gauntlet results (one row per snapshot and reference); the caption
     counts the guard's restores (``arena.league.guard``)."""
     table = Table(title="Gauntlet (newest snapshots)",
-                  caption=f"guard: the learner was restored from its best snapshot {restores} time(s)")
+                  caption=f"guard: {rejections} snapshot(s) published the best one's weights instead of the "
+                          f"learner's; the learner was restored from its best snapshot {restores} time(s)")
     for column in ("snapshot", "step", "reference", "W/D/L", "score", "95% interval"):
         table.add_column(column, justify="left" if column in ("snapshot", "reference") else "right")
     snapshots = list(dict.fromkeys(r.player_id for r in records))[-last:]
@@ -273,6 +275,7 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         history = store.rating_history()
         gauntlet = store.gauntlet()
     restores = int(meta.get(GUARD_RESTORES_KEY, "0"))
+    rejections = int(meta.get(GUARD_REJECTIONS_KEY, "0"))
     rows = leaderboard_rows(state)
     order = [r.player_id for r in rows]
     images = [
@@ -281,8 +284,8 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
     ]
     if gauntlet:
         images.append(plot_gauntlet(gauntlet, out / GAUNTLET_PNG))
-    return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images,
-                      gauntlet_table(gauntlet, restores=restores) if gauntlet else None)
+    table = gauntlet_table(gauntlet, restores=restores, rejections=rejections) if gauntlet else None
+    return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images, table)
 
 
 def _pyplot() -> ModuleType:
