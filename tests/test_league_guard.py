@@ -175,6 +175,26 @@ def test_a_rejected_candidate_publishes_the_best_weights_and_the_learner_learns_
     run.close()
 
 
+def test_a_learner_judged_below_its_best_takes_no_unjudged_snapshot_until_a_gauntlet_accepts_it(tmp_path):
+    # A snapshot after every rollout (64 learner samples); a gauntlet every other one (128 apart).
+    run, trainer = open_run(tmp_path, guard_patience=3, every_steps=100)
+
+    def rollout(throw: str) -> list[str]:
+        always(trainer.policy, throw)
+        trainer.evaluate()
+        run.after_update()
+        return [p.player_id for p in run.league.pool.snapshots(parent="learner")]
+
+    assert rollout("paper") == ["learner:snap-000000"]  # gauntleted and accepted
+    assert len(rollout("scissors")) == 2  # unjudged: published, as the learner was last accepted
+    assert len(rollout("scissors")) == 3  # gauntleted, rejected: the best's weights published
+    assert len(rollout("scissors")) == 3  # unjudged, but the learner was judged below its best
+    assert len(rollout("paper")) == 4  # gauntleted and accepted
+    assert len(rollout("paper")) == 5  # unjudged again
+    trainer.close()
+    run.close()
+
+
 def test_without_the_guard_the_collapsed_snapshot_is_published(tmp_path):
     run, trainer = open_run(tmp_path, guard=False)
     snapshot_after(run, trainer, "paper")

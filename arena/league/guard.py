@@ -17,7 +17,9 @@ before they are published:
   (read from its file, sha256-checked) and plays the gauntlet under its own id.
 - The learner keeps its own weights and goes on learning until ``league.gauntlet.guard_patience``
   (default 3) candidates in a row are rejected; then its weights are restored from the best
-  snapshot and its optimizer's moments cleared. Restoring at the first rejection (patience 1) kept
+  snapshot and its optimizer's moments cleared. Until a gauntlet accepts it again (or it is
+  restored), a learner judged below its best takes no snapshot between gauntlets: an unjudged
+  snapshot would publish the drop. Restoring at the first rejection (patience 1) kept
   learners of 30-minute midrange runs on a treadmill: each restore was followed by the same drop
   within the next gauntlet's 4M samples, up to five times in a row, with no room to cross a dip.
 

@@ -290,6 +290,8 @@ class LeagueRun:
             if not learner.snapshot_due(self.league):
                 return None
         gauntlet_due = learner is self.main and self._gauntlet_due(int(learner.trainer.global_step))
+        if learner is self.main and not gauntlet_due and self._below_best():
+            return None  # judged below its best snapshot: it publishes nothing until a gauntlet accepts it
         # The games the published weights already played (the guard's accepted candidate, else none),
         # and the weights to publish instead of the learner's (a rejected candidate's best snapshot).
         judged, instead = self._guard(learner) if gauntlet_due and self._guarding() else ([], None)
@@ -324,6 +326,11 @@ class LeagueRun:
                 self._guard_warned = True
             return False
         return True
+
+    def _below_best(self) -> bool:
+        """Whether the guard's last verdict on the main learner was a rejection it has not been
+        restored from (``arena.league.guard``): its unjudged snapshots would publish that drop."""
+        return self._guarding() and self.league.store.meta().get(GUARD_STREAK_KEY, "0") != "0"
 
     def _guard(self, learner: LeagueLearner) -> tuple[list[Any], Policy | None]:
         """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall
