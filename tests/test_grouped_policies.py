@@ -28,51 +28,41 @@ def bank_of(policies: dict[int, Policy]) -> PolicyBank:
     return bank
 
 
-@pytest.mark.parametrize("in_play", [[0, 1, 2, 3, 4, 5], [4, 1]])  # the whole stack; a gathered few
-def test_a_bank_step_equals_each_policys_own_forward_step_on_its_rows(in_play):
-    policies = {k: frozen(k, encoder_layers=2) for k in range(6)}
+def assert_bank_step_equals_own_steps(policies: dict[int, Policy], in_play: list[int], counts: list[int],
+                                      seed: int) -> None:
+    """A bank of ``policies`` steps ``counts[k]`` rows of player ``in_play[k]`` (random observations,
+    states and episode starts) as each policy's own ``forward_step`` steps them."""
     bank = bank_of(policies)
-    counts = [3, 0, 7, 1, 2, 4][: len(in_play)]
     edges = np.cumsum([0] + counts).tolist()
     bounds = list(zip(edges[:-1], edges[1:], strict=True))
     n = edges[-1]
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
     obs = torch.randn(n, 11, generator=g)
     h, c = torch.randn(n, 8, generator=g), torch.randn(n, 8, generator=g)
     starts = torch.rand(n, generator=g) < 0.3
     with torch.inference_mode():
         logits, (h_new, c_new) = bank.forward_step(in_play, bounds, obs, (h, c), starts)
         for player, (lo, hi) in zip(in_play, bounds, strict=True):
-            own_state = (h[lo:hi], c[lo:hi])
-            own = policies[player].forward_step(obs[lo:hi], own_state, starts[lo:hi])
-            own_logits, (own_h, own_c) = own[0], own[2]
+            own_logits, _, (own_h, own_c) = policies[player].forward_step(obs[lo:hi], (h[lo:hi], c[lo:hi]),
+                                                                          starts[lo:hi])
             torch.testing.assert_close(logits[lo:hi], torch.cat(own_logits, dim=-1), rtol=1e-5, atol=1e-5)
             torch.testing.assert_close(h_new[lo:hi], own_h, rtol=1e-5, atol=1e-5)
             torch.testing.assert_close(c_new[lo:hi], own_c, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("in_play", [[0, 1, 2, 3, 4, 5], [4, 1]])  # the whole stack; a gathered few
+def test_a_bank_step_equals_each_policys_own_forward_step_on_its_rows(in_play):
+    policies = {k: frozen(k, encoder_layers=2) for k in range(6)}
+    assert_bank_step_equals_own_steps(policies, in_play, [3, 0, 7, 1, 2, 4][: len(in_play)], seed=0)
 
 
 def test_a_bank_step_with_a_few_crowded_players_equals_each_policys_own_forward_step():
     # Most players hold one row and two hold many: the rows are stepped in several padded passes
     # (the crowded players' later rows with their weights gathered), each row exactly once.
     counts = [1, 1, 700, 1, 0, 1, 300, 1, 2, 1, 1, 1]
-    policies = {k: frozen(k) for k in range(len(counts))}
-    bank = bank_of(policies)
     assert len(plan_passes(np.array(counts))) == 3
-    edges = np.cumsum([0] + counts).tolist()
-    bounds = list(zip(edges[:-1], edges[1:], strict=True))
-    n = edges[-1]
-    g = torch.Generator().manual_seed(1)
-    obs = torch.randn(n, 11, generator=g)
-    h, c = torch.randn(n, 8, generator=g), torch.randn(n, 8, generator=g)
-    starts = torch.rand(n, generator=g) < 0.3
-    with torch.inference_mode():
-        logits, (h_new, c_new) = bank.forward_step(list(policies), bounds, obs, (h, c), starts)
-        for player, (lo, hi) in enumerate(bounds):
-            own_logits, _, (own_h, own_c) = policies[player].forward_step(obs[lo:hi], (h[lo:hi], c[lo:hi]),
-                                                                          starts[lo:hi])
-            torch.testing.assert_close(logits[lo:hi], torch.cat(own_logits, dim=-1), rtol=1e-5, atol=1e-5)
-            torch.testing.assert_close(h_new[lo:hi], own_h, rtol=1e-5, atol=1e-5)
-            torch.testing.assert_close(c_new[lo:hi], own_c, rtol=1e-5, atol=1e-5)
+    policies = {k: frozen(k) for k in range(len(counts))}
+    assert_bank_step_equals_own_steps(policies, list(policies), counts, seed=1)
 
 
 @pytest.mark.parametrize("counts", [[3, 0, 7, 1, 2, 4], [1] * 40 + [600, 300], [1] * 8 + [700, 2, 300],
