@@ -28,7 +28,6 @@ and step as of the last league round) and ``after_update`` runs the round
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 import os
@@ -39,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arena.agents.policy import Policy
+from arena.agents.policy import Policy, policy_from_payload
 from arena.agents.scripted import REFERENCE_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
@@ -363,7 +362,8 @@ class LeagueRun:
         self.gauntlet.take_saved()  # the candidate's replays: the published weights play their own
         best_player = pool.get(best.player_id)
         assert best_player.sha256 is not None  # freeze_policy records every snapshot's
-        state = load_snapshot(snapshot_file(self.run_dir, best_player), best_player.sha256)
+        best_file = snapshot_file(self.run_dir, best_player)
+        state = load_snapshot(best_file, best_player.sha256)
         streak = int(meta.get(GUARD_STREAK_KEY, "0")) + 1
         rejections = int(meta.get(GUARD_REJECTIONS_KEY, "0")) + 1
         restores = int(meta.get(GUARD_RESTORES_KEY, "0"))
@@ -376,8 +376,7 @@ class LeagueRun:
             restores, streak = restores + 1, 0
             action = f"the learner is restored from {best.player_id} (restore {restores})"
         else:
-            instead = copy.deepcopy(learner.trainer.policy)
-            instead.load_state_dict(state["policy"])
+            instead = policy_from_payload(state, source=f"snapshot {best_file}")
             left = self.config.gauntlet.guard_patience - streak
             action = (f"the snapshot publishes {best.player_id}'s weights; the learner keeps learning "
                       f"({left} more rejection(s) in a row restore it)")
