@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.league.guard import GUARD_REJECTIONS_KEY, GUARD_RESTORES_KEY
+from arena.league.guard import GuardCounts
 from arena.league.store import LEAGUE_DB, GauntletRecord, LeagueStore
 
 POLL_S = 10.0
@@ -163,10 +163,9 @@ def main(args: argparse.Namespace) -> int:
     for line in holding(records, args.reference, run_dir / "metrics.jsonl").lines():
         print(line)
     with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
-        meta = store.meta()
-    rejected, restores = meta.get(GUARD_REJECTIONS_KEY, "0"), meta.get(GUARD_RESTORES_KEY, "0")
-    print(f"guard (arena/league/guard.py): {rejected} candidate(s) rejected (the best snapshot's weights "
-          f"published instead), {restores} restore(s) of the learner from its best snapshot")
+        guard = GuardCounts.from_meta(store.meta())
+    print(f"guard (arena/league/guard.py): {guard.rejections} candidate(s) rejected (the best snapshot's "
+          f"weights published instead), {guard.restores} restore(s) of the learner from its best snapshot")
     if args.final_games:
         from arena.agents.players import resolve_player
         from arena.evaluation.runner import MatchSettings, play_match

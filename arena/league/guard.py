@@ -45,6 +45,25 @@ GUARD_STREAK_KEY = "guard_rejections_in_a_row"  # league store meta: since the l
 
 
 @dataclass(frozen=True)
+class GuardCounts:
+    """The guard's counts over a run, kept in the league store's meta: candidates rejected, restores
+    of the learner, and rejections since the last accepted candidate or restore."""
+
+    rejections: int = 0
+    restores: int = 0
+    in_a_row: int = 0
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, str]) -> GuardCounts:
+        return cls(int(meta.get(GUARD_REJECTIONS_KEY, "0")), int(meta.get(GUARD_RESTORES_KEY, "0")),
+                   int(meta.get(GUARD_STREAK_KEY, "0")))
+
+    def as_meta(self) -> dict[str, int]:
+        return {GUARD_REJECTIONS_KEY: self.rejections, GUARD_RESTORES_KEY: self.restores,
+                GUARD_STREAK_KEY: self.in_a_row}
+
+
+@dataclass(frozen=True)
 class GuardScore:
     """A snapshot's lowest score over the references, with that score's 95% Wilson interval."""
 

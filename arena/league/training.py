@@ -43,14 +43,7 @@ from arena.agents.scripted import REFERENCE_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
-from arena.league.guard import (
-    GUARD_REJECTIONS_KEY,
-    GUARD_RESTORES_KEY,
-    GUARD_STREAK_KEY,
-    best_snapshot,
-    guard_score,
-    rejects,
-)
+from arena.league.guard import GuardCounts, best_snapshot, guard_score, rejects
 from arena.league.league import League
 from arena.league.learner import LeagueLearner, freeze_policy, snapshot_state
 from arena.league.player_cache import PlayerCache, snapshot_file
@@ -119,6 +112,7 @@ class LeagueRun:
         self._rating_curves: Any = None  # a view.RatingCurves, read from the store at the first view
         self._guard_new: dict[str, float] = {}  # the last restore's figures, not yet in the metrics
         self._guard_warned = False
+        self._counts: GuardCounts | None = None  # the guard's counts (store meta), once read
 
     def _roll_back(self, learner_checkpoints: int) -> dict[str, int]:
         """Before anything reads the league: every learner about to resume (the main learner, and each
@@ -329,7 +323,17 @@ class LeagueRun:
     def _below_best(self) -> bool:
         """Whether the guard's last verdict on the main learner was a rejection it has not been
         restored from (``arena.league.guard``): its unjudged snapshots would publish that drop."""
-        return self._guarding() and self.league.store.meta().get(GUARD_STREAK_KEY, "0") != "0"
+        return self._guarding() and self._guard_counts().in_a_row > 0
+
+    def _guard_counts(self) -> GuardCounts:
+        """The guard's counts, read from the store once per process (this process is its one writer)."""
+        if self._counts is None:
+            self._counts = GuardCounts.from_meta(self.league.store.meta())
+        return self._counts
+
+    def _set_guard_counts(self, counts: GuardCounts) -> None:
+        self.league.store.set_metas(counts.as_meta())  # in one transaction
+        self._counts = counts
 
     def _guard(self, learner: LeagueLearner) -> tuple[list[Any], Policy | None]:
         """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall
@@ -352,11 +356,10 @@ class LeagueRun:
             finally:
                 path.unlink(missing_ok=True)
         candidate = guard_score(records)
-        store = self.league.store
-        meta = store.meta()
+        counts = self._guard_counts()
         if not rejects(candidate, best, self.config.gauntlet.guard_margin):
-            if meta.get(GUARD_STREAK_KEY, "0") != "0":
-                store.set_meta(GUARD_STREAK_KEY, 0)
+            if counts.in_a_row:
+                self._set_guard_counts(dataclasses.replace(counts, in_a_row=0))
             return records, None
         assert best is not None
         self.gauntlet.take_saved()  # the candidate's replays: the published weights play their own
@@ -364,9 +367,7 @@ class LeagueRun:
         assert best_player.sha256 is not None  # freeze_policy records every snapshot's
         best_file = snapshot_file(self.run_dir, best_player)
         state = load_snapshot(best_file, best_player.sha256)
-        streak = int(meta.get(GUARD_STREAK_KEY, "0")) + 1
-        rejections = int(meta.get(GUARD_REJECTIONS_KEY, "0")) + 1
-        restores = int(meta.get(GUARD_RESTORES_KEY, "0"))
+        streak, rejections, restores = counts.in_a_row + 1, counts.rejections + 1, counts.restores
         instead: Policy | None = None
         if streak >= self.config.gauntlet.guard_patience:
             with torch.no_grad():
@@ -380,8 +381,7 @@ class LeagueRun:
             left = self.config.gauntlet.guard_patience - streak
             action = (f"the snapshot publishes {best.player_id}'s weights; the learner keeps learning "
                       f"({left} more rejection(s) in a row restore it)")
-        store.set_metas({GUARD_STREAK_KEY: streak, GUARD_REJECTIONS_KEY: rejections,
-                         GUARD_RESTORES_KEY: restores})
+        self._set_guard_counts(GuardCounts(rejections, restores, streak))
         self._guard_new = {"league/guard_rejections": float(rejections),
                            "league/guard_restores": float(restores),
                            "league/guard_rejected_score": candidate.score,

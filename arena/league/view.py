@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.table import Table
 
-from arena.league.guard import GUARD_REJECTIONS_KEY, GUARD_RESTORES_KEY
+from arena.league.guard import GuardCounts
 from arena.league.payoff import PayoffTable
 from arena.league.ratings import Ratings
 from arena.league.store import (
@@ -236,7 +236,7 @@ def plot_gauntlet(records: Sequence[GauntletRecord], path: str | os.PathLike[str
 def gauntlet_table(records: Sequence[GauntletRecord], last: int = 10, restores: int = 0,
                    rejections: int = 0) -> Table:
     """The last ``last`` snapshots' gauntlet results (one row per snapshot and reference); the caption
-    counts the guard's restores (``arena.league.guard``)."""
+    counts the guard's rejections and restores (``arena.league.guard``)."""
     table = Table(title="Gauntlet (newest snapshots)",
                   caption=f"guard: {rejections} snapshot(s) published the best one's weights instead of the "
                           f"learner's; the learner was restored from its best snapshot {restores} time(s)")
@@ -274,8 +274,7 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         state = store.load(decay)
         history = store.rating_history()
         gauntlet = store.gauntlet()
-    restores = int(meta.get(GUARD_RESTORES_KEY, "0"))
-    rejections = int(meta.get(GUARD_REJECTIONS_KEY, "0"))
+    guard = GuardCounts.from_meta(meta)
     rows = leaderboard_rows(state)
     order = [r.player_id for r in rows]
     images = [
@@ -284,7 +283,8 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
     ]
     if gauntlet:
         images.append(plot_gauntlet(gauntlet, out / GAUNTLET_PNG))
-    table = gauntlet_table(gauntlet, restores=restores, rejections=rejections) if gauntlet else None
+    table = (gauntlet_table(gauntlet, restores=guard.restores, rejections=guard.rejections)
+             if gauntlet else None)
     return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images, table)
 
 
