@@ -13,6 +13,7 @@ played in side-swapped, seed-paired pairs (see ``arena.evaluation.runner``). Err
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -58,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replay-which", default="first", choices=("first", "wins", "draws", "losses", "all"),
                    help="which games: the first K in counting order (default), the first K that A won, "
                    "drew or lost, or all of them")
+    p.add_argument("--shots", action="store_true",
+                   help="midrange: where each side fired from (range, off the nose, speed, closing, aspect, "
+                   "time; 10th/50th/90th percentiles) and its hits per shot")
     p.add_argument("--league", metavar="RUN_DIR", default=None, help="round robin of this league's players")
     p.add_argument("--games-per-pair", type=int, default=100, help="round-robin games per pair (default 100)")
     p.add_argument("--checkpoint", action="append", default=[], metavar="[ID=]PATH",
@@ -139,12 +143,13 @@ def _head_to_head(args: argparse.Namespace) -> int:
 
     settings = _settings(args, args.games)
     recorder = _replay_recorder(args, settings.game)
+    shots = _shot_recorder(args, settings.game)
     spaces = game_spaces(settings.game, settings.team_sizes, settings.overrides)
     a, b = (resolve_player(spec, settings.game, spaces=spaces) for spec in args.players)
     with _progress(args, "games") as update:
         result = play_match(a, b, settings, on_progress=None if update is None else (
             lambda p: update(p.finished, p.games_total, _tally(p.wins, p.draws, p.losses))),
-            recorder=recorder)
+            recorder=[r for r in (recorder, shots) if r is not None])
     ids = record_result(args.record, a, b, result) if args.record else None
     _log_result(args, f"{args.players[0]} vs {args.players[1]}", "log_match", result)
     replays = _save_replays(recorder, result, args.replays) if recorder is not None else None
@@ -155,6 +160,9 @@ def _head_to_head(args: argparse.Namespace) -> int:
                                "matches": len(result.matches)}
         if replays is not None:
             out["replays"] = [str(path) for path in replays]
+        if shots is not None:
+            out["shots"] = {side: dataclasses.asdict(summary)
+                            for side, summary in zip(("a", "b"), shots.summary(), strict=True)}
         print(json.dumps(out, indent=2))
     else:
         print(format_match(result))
@@ -162,7 +170,21 @@ def _head_to_head(args: argparse.Namespace) -> int:
             print(f"  recorded  {len(result.matches)} matches as {ids[0]} vs {ids[1]} in {args.record}")
         if replays is not None:
             print(f"  replays   {len(replays)} games ({args.replay_which}) saved in {args.replays}")
+        if shots is not None:
+            for label, summary in zip((a.name, b.name), shots.summary(), strict=True):
+                print("\n".join("  shots     " + line for line in summary.lines(label)))
     return 0
+
+
+def _shot_recorder(args: argparse.Namespace, game: str) -> Any:
+    """A ``ShotRecorder`` for ``--shots``, or None; refused before any game for a game without missiles."""
+    if not args.shots:
+        return None
+    if game != "midrange":
+        raise ValueError(f"--shots measures midrange missile launches; game {game!r} has none")
+    from arena.evaluation.shots import ShotRecorder
+
+    return ShotRecorder()
 
 
 def _replay_recorder(args: argparse.Namespace, game: str) -> Any:

@@ -169,6 +169,7 @@ def main(args: argparse.Namespace) -> int:
     if args.final_games:
         from arena.agents.players import resolve_player
         from arena.evaluation.runner import MatchSettings, play_match
+        from arena.evaluation.shots import ShotRecorder
         from arena.league.player_cache import snapshot_file
 
         with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
@@ -179,13 +180,17 @@ def main(args: argparse.Namespace) -> int:
                    for spec in (str(path), args.reference)]
         settings = MatchSettings(game=game, team_sizes=team_sizes, overrides=overrides,
                                  games=args.final_games, seed=args.seed + 1000, num_envs=256)
-        result = play_match(*players, settings)
+        shots = ShotRecorder() if game == "midrange" else None
+        result = play_match(*players, settings, recorder=shots)
         score, lo, hi = result.score()
         print(f"newest snapshot {newest.player_id} (step {newest.step:,}) vs {args.reference}: "
               f"{result.wins}/{result.draws}/{result.losses}, score {score:.3f} [{lo:.3f}, {hi:.3f}] "
               f"over {result.games} games")
         print("per match (each side's fighters summed): " + ", ".join(
             f"{name} {a:.2f} vs {b:.2f}" for name, (a, b) in result.events.items() if a or b))
+        if shots is not None:  # where the misses were fired from (arena/evaluation/shots.py)
+            for label, summary in zip(("newest snapshot", args.reference), shots.summary(), strict=True):
+                print("\n".join(summary.lines(label)))
     return 0
 
 

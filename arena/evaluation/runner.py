@@ -29,7 +29,7 @@ import copy
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -195,10 +195,12 @@ def play_match(
     settings: MatchSettings,
     *,
     on_progress: ProgressCallback | None = None,
-    recorder: MatchRecorder | None = None,
+    recorder: MatchRecorder | Sequence[MatchRecorder] | None = None,
 ) -> MatchResult:
     """Plays ``settings.games`` games (rounded up to even) of A against B; see the module docstring.
-    ``recorder`` (optional) sees every decision, e.g. to save replays; None costs nothing."""
+    ``recorder`` (optional: one, or several in the order they are called) sees every decision, e.g. to
+    save replays or measure shots; None costs nothing."""
+    recorders = () if recorder is None else tuple(recorder) if isinstance(recorder, Sequence) else (recorder,)
     num_envs = settings.envs
     pair_quota = settings.pair_quota()
     quota = np.repeat(pair_quota, 2)
@@ -226,14 +228,14 @@ def play_match(
         steps = 0
         start = time.perf_counter()
         obs, _ = env.reset_envs(layout.env_seeds)
-        if recorder is not None:
-            recorder.start(env, layout, settings, a, b)
+        for watcher in recorders:
+            watcher.start(env, layout, settings, a, b)
         while verdict is None and not tally.all_counted:
             active = tally.played < quota
             obs, infos, finished = step_sides(env, sides, obs, actions, active)
             steps += 1
-            if recorder is not None:
-                recorder.step(env, actions, infos, active)
+            for watcher in recorders:
+                watcher.step(env, actions, infos, active)
             events = env._core.events
             for k, side in enumerate(sides):
                 event_sums[k] += events[side.rows[active[side.env_of_row]]].sum(axis=0)

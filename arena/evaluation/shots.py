@@ -1,0 +1,117 @@
+"""Where each side's missiles were fired from in a midrange evaluation, and how many hit.
+
+``play_match(..., recorder=ShotRecorder())`` watches the env loop: at every decision where a
+fighter's ``fired`` event counts, it reads the observation that fighter decided on (range and
+bearing of the nearest enemy, which is the one the missile locks in 1v1, own speed, closing
+speed, the enemy's aspect). ``summary()`` gives per side the number of shots, the hits per shot
+and the 10th/50th/90th percentiles of each quantity. It answers "why do my missiles miss": a shot
+from far out, far off the nose or at low speed leaves the missile too little energy to catch a
+target that turns away (the game's missile model is in ``docs/midrange.md``).
+
+Only games inside the evaluation's quotas count (like the match events), and in team games the
+geometry is that of the nearest alive enemy, which need not be the one the missile locked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from arena.envs.midrange_obs import FIGHTER, SELF, MidrangeObsLayout
+
+_S = {name: i for i, name in enumerate(SELF)}
+_F = {name: i for i, name in enumerate(FIGHTER)}
+
+# name, unit, how to read it from (self features [n, 8], nearest enemy [n, 9], decision seconds [n])
+QUANTITIES: tuple[tuple[str, str], ...] = (
+    ("range", "km"),
+    ("off the nose", "deg"),
+    ("own speed", "x VT"),
+    ("closing speed", "m/s"),
+    ("enemy aspect", "deg"),  # 0: the enemy points at me (head-on), 180: I am on its tail
+    ("time", "s"),
+)
+
+
+@dataclass(frozen=True)
+class ShotSummary:
+    """One side's shots: how many, how many hit, and each quantity's 10th/50th/90th percentiles."""
+
+    shots: int
+    hits: int
+    percentiles: dict[str, tuple[float, float, float]]  # by quantity name; empty without shots
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.shots if self.shots else 0.0
+
+    def lines(self, label: str) -> list[str]:
+        head = f"{label}: {self.shots} shots, {self.hits} hits ({100 * self.hit_rate:.1f}%)"
+        if not self.shots:
+            return [head]
+        rows = [f"{name} ({unit}) {p10:.2f} / {p50:.2f} / {p90:.2f}"
+                for (name, unit), (p10, p50, p90) in zip(QUANTITIES, self.percentiles.values(), strict=True)]
+        return [head + "; at launch, 10th / 50th / 90th percentile:", *("    " + r for r in rows)]
+
+
+class ShotRecorder:
+    """A ``MatchRecorder`` (``arena.evaluation.runner``) of the launch geometry of midrange shots."""
+
+    def __init__(self) -> None:
+        self._shots: list[list[np.ndarray]] = [[], []]  # per side: [n, len(QUANTITIES)] blocks
+        self._hits = np.zeros(2, dtype=np.int64)
+        self._started = False
+
+    def start(self, env: Any, layout: Any, settings: Any, a: Any, b: Any) -> None:
+        names = tuple(env.event_names)
+        if env.game != "midrange" or "fired" not in names:
+            raise ValueError(f"shot geometry is measured in midrange games only, not {env.game!r}")
+        self._fired, self._hit = names.index("fired"), names.index("hits")
+        self._layout = MidrangeObsLayout(tuple(env.team_sizes), int(env.params["tracked_missiles"]))
+        self._decision_s = float(env.params["dt"]) * int(env.params["frame_skip"])
+        self._time_limit_s = float(env.params["time_limit_s"])
+        self._side_rows = (np.asarray(layout.a_rows), np.asarray(layout.b_rows))
+        self._env_of_row = np.asarray(layout.env_of_row)
+        self._obs = env.observations.copy()  # what the next decision is made on
+        self._started = True
+
+    def step(self, env: Any, actions: np.ndarray, infos: dict[str, np.ndarray], active: np.ndarray) -> None:
+        events = infos["events"]
+        for side, rows in enumerate(self._side_rows):
+            rows = rows[active[self._env_of_row[rows]]]
+            self._hits[side] += int(events[rows, self._hit].sum())
+            shooters = rows[events[rows, self._fired] > 0]
+            if shooters.size:
+                self._shots[side].append(self._geometry(self._obs[shooters]))
+        self._obs = env.observations.copy()
+
+    def _geometry(self, obs: np.ndarray) -> np.ndarray:
+        me = self._layout.self_features(obs)
+        enemy = self._layout.enemies(obs)[:, 0]  # nearest alive enemy first
+        bearing = np.arctan2(enemy[:, _F["bearing_sin"]], enemy[:, _F["bearing_cos"]])
+        aspect = np.arctan2(enemy[:, _F["aspect_sin"]], enemy[:, _F["aspect_cos"]])
+        elapsed = (1.0 - me[:, _S["time_left"]]) * self._time_limit_s
+        return np.stack([
+            enemy[:, _F["range"]] * 10.0,  # obs range is per 10 km
+            np.degrees(np.abs(bearing)),
+            me[:, _S["speed"]],
+            enemy[:, _F["closing"]] * 1000.0,
+            np.degrees(np.abs(aspect)),
+            elapsed,
+        ], axis=1)
+
+    def summary(self) -> tuple[ShotSummary, ShotSummary]:
+        """(A's shots, B's shots)."""
+        if not self._started:
+            raise RuntimeError("ShotRecorder.summary() before the evaluation started")
+        out = []
+        for side in (0, 1):
+            shots = np.concatenate(self._shots[side]) if self._shots[side] else np.zeros((0, len(QUANTITIES)))
+            percentiles = {  # none without shots
+                name: tuple(float(x) for x in np.percentile(shots[:, k], (10, 50, 90)))
+                for k, (name, _) in enumerate(QUANTITIES) if len(shots)
+            }
+            out.append(ShotSummary(len(shots), int(self._hits[side]), percentiles))  # type: ignore[arg-type]
+        return out[0], out[1]
