@@ -32,7 +32,7 @@ def test_default_config_trains_midrange_1v1_against_heuristic_and_mirror():
 
 def test_the_bare_command_uses_the_from_scratch_recipe_and_rpsw_keeps_the_outcome_alone():
     cfg = compose_run_config([])
-    assert {"outcome", "stalemate", "missile_closing", "pointing", "missile_evaded"} <= set(cfg.reward.terms)
+    assert {"outcome", "stalemate", "energy", "pointing", "missile_evaded"} <= set(cfg.reward.terms)
     assert cfg.reward.terms.pointing.zero_sum is True
     assert cfg.reward.terms.missile_evaded.anneal_steps == 20_000_000
     assert cfg.trainer.learning_rate == 0.001 and cfg.trainer.update_epochs == 2
