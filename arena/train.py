@@ -312,6 +312,12 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
         failed = True
         raise
     finally:
+        if league_run is not None and main and not failed:
+            try:  # the last snapshot is a judged one (arena/league/guard.py)
+                league_run.finish()
+            except (Exception, KeyboardInterrupt):  # the checkpoint below matters more
+                logger.exception("the end-of-run gauntlet failed: the newest snapshot stays the last "
+                                 "one taken during the run")
         if collective is not None and (interrupted or failed):
             # Saving is a collective: ranks stopped at different points would wait on each other.
             path = trainer.checkpoint_path()

@@ -228,3 +228,53 @@ def test_the_bare_league_command_runs_with_the_guard_on(tmp_path):
     assert main(argv) == 0
     config = (run_dir / "config.yaml").read_text()
     assert "guard: true" in config
+
+
+def test_the_last_snapshot_of_a_run_is_judged_by_the_gauntlet(tmp_path):
+    # Gauntlets 10k samples apart: the rollouts in between take unjudged snapshots; the run's end does not.
+    run, trainer = open_run(tmp_path, guard_patience=3, every_steps=10_000)
+    snapshot_after(run, trainer, "paper")  # the first snapshot: gauntleted, accepted
+    best_weights = weights_of(trainer.policy)
+    always(trainer.policy, "scissors")  # the learner falls after its last snapshot ...
+    trainer.evaluate()
+    run.finish()  # ... and the run ends: its weights play the gauntlet, rejected
+    snapshots = run.league.pool.snapshots(parent="learner")
+    assert len(snapshots) == 2 and snapshots[-1].step == trainer.global_step
+    played = {r.player_id: r.score()[0] for r in run.league.store.gauntlet()}
+    assert played[snapshots[-1].player_id] == 1.0  # the newest snapshot holds the best's weights
+    published = load_policy(str(tmp_path / snapshots[-1].path))
+    assert all(torch.equal(published.state_dict()[k], best_weights[k]) for k in best_weights)
+    assert run.league.store.meta()["guard_rejections"] == "1"
+    run.finish()  # nothing learnt since the newest snapshot: nothing to judge
+    assert len(run.league.pool.snapshots(parent="learner")) == 2
+    trainer.close()
+    run.close()
+
+
+def test_a_learner_that_holds_at_the_end_publishes_its_own_judged_weights(tmp_path):
+    run, trainer = open_run(tmp_path, every_steps=10_000)
+    snapshot_after(run, trainer, "paper")
+    trainer.evaluate()
+    run.finish()
+    snapshots = run.league.pool.snapshots(parent="learner")
+    assert len(snapshots) == 2
+    assert [r.player_id for r in run.league.store.gauntlet()] == [s.player_id for s in snapshots]
+    assert run.league.store.meta().get("guard_rejections", "0") == "0"
+    trainer.close()
+    run.close()
+
+
+def test_a_stopped_or_finished_league_command_ends_with_a_gauntleted_snapshot(tmp_path):
+    run_dir = tmp_path / "run"
+    argv = ["env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=16", "trainer.num_threads=1",
+            "trainer.torch_threads=1", "+league=selfplay", f"run_dir={run_dir}",
+            "trainer.total_timesteps=3000", "league.snapshot.every_steps=1000", "league.gauntlet.games=20",
+            "league.gauntlet.every_steps=100000"]  # during the run, only the first snapshot is gauntleted
+    assert main(argv) == 0
+    from arena.league.store import LeagueStore
+
+    with LeagueStore(run_dir / "league.sqlite", read_only=True) as store:
+        snapshots = [p for p in store.players() if p.kind == "snapshot" and p.parent == "learner"]
+        judged = {r.player_id for r in store.gauntlet()}
+    assert len(snapshots) >= 3 and snapshots[0].player_id in judged and snapshots[-1].player_id in judged
+    assert not {s.player_id for s in snapshots[1:-1]} & judged

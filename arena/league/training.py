@@ -277,12 +277,31 @@ class LeagueRun:
                 self.exploiters[i] = self._restart(exploiter)
         return {**self.metrics(), **extra}
 
-    def _maybe_snapshot(self, learner: LeagueLearner) -> int | None:
-        """Takes a snapshot when the learner's gate says so; returns its index among its snapshots."""
-        with self.timer.measure("snapshot"):
-            if not learner.snapshot_due(self.league):
-                return None
-        gauntlet_due = learner is self.main and self._gauntlet_due(int(learner.trainer.global_step))
+    def finish(self) -> None:
+        """At the end of a run (done, or stopped by Ctrl-C): the main learner's last weights become a
+        snapshot only through the gauntlet and the guard, so the run's newest snapshot is a judged
+        one (the learner's weights, or the best snapshot's when they fall clearly below it), not
+        whatever the learner held at its last unjudged snapshot. Nothing happens without the guard
+        or when the learner has not trained since its newest snapshot."""
+        if self.main is None or not self._guarding():
+            return
+        step = int(self.main.trainer.global_step)
+        last = self.league.last_snapshot_step(self.main.player_id)
+        if last is not None and step <= last:
+            return
+        logger.info("end of run: the learner's weights at step %d play the gauntlet for its last snapshot",
+                    step)
+        self._maybe_snapshot(self.main, final=True)
+
+    def _maybe_snapshot(self, learner: LeagueLearner, *, final: bool = False) -> int | None:
+        """Takes a snapshot when the learner's gate says so (``final``: now, through the gauntlet);
+        returns its index among its snapshots."""
+        if not final:
+            with self.timer.measure("snapshot"):
+                if not learner.snapshot_due(self.league):
+                    return None
+        step = int(learner.trainer.global_step)
+        gauntlet_due = learner is self.main and (final or self._gauntlet_due(step))
         if learner is self.main and not gauntlet_due and self._below_best():
             return None  # judged below its best snapshot: it publishes nothing until a gauntlet accepts it
         # The games the published weights already played (the guard's accepted candidate, else none),
