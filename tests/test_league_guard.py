@@ -219,13 +219,17 @@ def test_a_resumed_run_judges_against_the_best_snapshot_in_the_store(tmp_path):
     run.close()
 
 
+def small_league_command(run_dir, gauntlet_every: int) -> list[str]:
+    """A 3000-sample rpsw +league=selfplay run, a snapshot every 1000 samples."""
+    return ["env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=16", "trainer.num_threads=1",
+            "trainer.torch_threads=1", "+league=selfplay", f"run_dir={run_dir}",
+            "trainer.total_timesteps=3000", "league.snapshot.every_steps=1000", "league.gauntlet.games=20",
+            f"league.gauntlet.every_steps={gauntlet_every}"]
+
+
 def test_the_bare_league_command_runs_with_the_guard_on(tmp_path):
     run_dir = tmp_path / "run"
-    argv = ["env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=16", "trainer.num_threads=1",
-            "trainer.torch_threads=1", "+league=selfplay", f"run_dir={run_dir}",
-            "trainer.total_timesteps=3000",
-            "league.snapshot.every_steps=1000", "league.gauntlet.games=20", "league.gauntlet.every_steps=0"]
-    assert main(argv) == 0
+    assert main(small_league_command(run_dir, gauntlet_every=0)) == 0
     config = (run_dir / "config.yaml").read_text()
     assert "guard: true" in config
 
@@ -266,11 +270,8 @@ def test_a_learner_that_holds_at_the_end_publishes_its_own_judged_weights(tmp_pa
 
 def test_a_stopped_or_finished_league_command_ends_with_a_gauntleted_snapshot(tmp_path):
     run_dir = tmp_path / "run"
-    argv = ["env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=16", "trainer.num_threads=1",
-            "trainer.torch_threads=1", "+league=selfplay", f"run_dir={run_dir}",
-            "trainer.total_timesteps=3000", "league.snapshot.every_steps=1000", "league.gauntlet.games=20",
-            "league.gauntlet.every_steps=100000"]  # during the run, only the first snapshot is gauntleted
-    assert main(argv) == 0
+    # during the run, only the first snapshot is gauntleted
+    assert main(small_league_command(run_dir, gauntlet_every=100_000)) == 0
     from arena.league.store import LeagueStore
 
     with LeagueStore(run_dir / "league.sqlite", read_only=True) as store:
