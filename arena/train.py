@@ -313,8 +313,9 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
         raise
     finally:
         if league_run is not None and main and not failed:
-            try:  # the last snapshot is a judged one (arena/league/guard.py)
-                league_run.finish()
+            try:  # the last snapshot is a judged one (arena/league/guard.py); its gauntlet logged
+                if league_run.finish():
+                    log.log(league_run.metrics(), step=trainer.global_step)
             except (Exception, KeyboardInterrupt):  # the checkpoint below matters more
                 logger.exception("the end-of-run gauntlet failed: the newest snapshot stays the last "
                                  "one taken during the run")

@@ -277,21 +277,23 @@ class LeagueRun:
                 self.exploiters[i] = self._restart(exploiter)
         return {**self.metrics(), **extra}
 
-    def finish(self) -> None:
+    def finish(self) -> bool:
         """At the end of a run (done, or stopped by Ctrl-C): the main learner's last weights become a
         snapshot only through the gauntlet and the guard, so the run's newest snapshot is a judged
         one (the learner's weights, or the best snapshot's when they fall clearly below it), not
         whatever the learner held at its last unjudged snapshot. Nothing happens without the guard
-        or when the learner has not trained since its newest snapshot."""
+        or when the learner has not trained since its newest snapshot. Returns whether it took a
+        snapshot (whose gauntlet and guard metrics ``metrics()`` then gives)."""
         if self.main is None or not self._guarding():
-            return
+            return False
         step = int(self.main.trainer.global_step)
         last = self.league.last_snapshot_step(self.main.player_id)
         if last is not None and step <= last:
-            return
+            return False
         logger.info("end of run: the learner's weights at step %d play the gauntlet for its last snapshot",
                     step)
         self._maybe_snapshot(self.main, final=True)
+        return True
 
     def _maybe_snapshot(self, learner: LeagueLearner, *, final: bool = False) -> int | None:
         """Takes a snapshot when the learner's gate says so (``final``: now, through the gauntlet);
