@@ -13,7 +13,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from arena.envs.params import MIDRANGE_PARAMS, RPSW_PARAMS, Param
+from arena.envs.params import Param
+from arena.games import GAMES, spec
 from arena.league.config import LeagueConfig
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.health import HealthConfig
@@ -30,8 +31,10 @@ def _game_config(name: str, game: str, params: dict[str, Param]) -> type:
     return dataclasses.make_dataclass(name, fields)
 
 
-MidrangeEnvConfig = _game_config("MidrangeEnvConfig", "midrange", MIDRANGE_PARAMS)
-RpswEnvConfig = _game_config("RpswEnvConfig", "rpsw", RPSW_PARAMS)
+# The env group's schema of every game (``configs/env/<preset>.yaml`` extends ``<game>_schema``).
+ENV_CONFIGS: dict[str, type] = {
+    name: _game_config(f"{name.capitalize()}EnvConfig", name, dict(spec(name).params)) for name in GAMES
+}
 
 
 @dataclass
@@ -114,7 +117,7 @@ class SweepConfig:
 class RunConfig:
     run_dir: str | None = None  # None: runs/<game>-<date>-<time>
     dashboard: bool = True
-    env: Any = MISSING  # the env group's schema (midrange or rpsw) gives it its type
+    env: Any = MISSING  # the env group's schema (one per game: ENV_CONFIGS) gives it its type
     agent: PolicyConfig = field(default_factory=PolicyConfig)
     trainer: TrainerRunConfig = field(default_factory=lambda: TrainerRunConfig())
     reward: RewardConfig = field(default_factory=RewardConfig)
@@ -132,8 +135,8 @@ def register_configs() -> None:
 
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
-    cs.store(group="env", name="midrange_schema", node=MidrangeEnvConfig)
-    cs.store(group="env", name="rpsw_schema", node=RpswEnvConfig)
+    for name, node in ENV_CONFIGS.items():
+        cs.store(group="env", name=f"{name}_schema", node=node)
     cs.store(group="agent", name="lstm_schema", node=PolicyConfig)
     cs.store(group="trainer", name="trainer_schema", node=TrainerRunConfig)
     cs.store(group="reward", name="reward_schema", node=RewardConfig)

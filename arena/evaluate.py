@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from arena.envs.registry import GAMES
+from arena.games import spec as game_spec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,8 +181,7 @@ def _shot_recorder(args: argparse.Namespace, game: str) -> Any:
     """A ``ShotRecorder`` for ``--shots``, or None; refused before any game for a game without missiles."""
     if not args.shots:
         return None
-    if game != "midrange":
-        raise ValueError(f"--shots measures midrange missile launches; game {game!r} has none")
+    game_spec(game).require("shots", "--shots (missile launch geometry)")
     from arena.evaluation.shots import ShotRecorder
 
     return ShotRecorder()

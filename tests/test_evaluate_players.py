@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from arena.agents.frozen import PolicyAgent
 from arena.agents.players import load_player, resolve_player
 from arena.agents.policy import Policy
-from arena.agents.policy_agent import PolicyAgent
 
 RPSW_OBS, RPSW_NVEC = 11, [4]
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from arena.agents.players import MIRROR
 from arena.agents.policy import Policy, load_policy
 from arena.league import League, Player, Ratings, SnapshotGate, SnapshotIntegrityError, sha256_file
 from arena.league.config import league_config
@@ -20,7 +21,7 @@ from arena.league.training import LeagueRun
 from arena.league.two_team_ratings import TwoTeamRatings
 from arena.league.update_matchmaker import UpdateMatchmaker
 from arena.trainer.config import PolicyConfig, TrainerConfig
-from arena.trainer.opponents import MIRROR, Opponents
+from arena.trainer.opponents import Opponents
 from arena.trainer.ppo import PPOTrainer
 
 SMALL = PolicyConfig(hidden_size=8, lstm_size=8)

@@ -75,7 +75,7 @@ def test_a_frozen_policy_opponent_keeps_an_lstm_state_per_row() -> None:
     with torch.inference_mode():
         opp.act(opp.groups(0, 4), obs, torch.from_numpy(obs), torch.ones(8, dtype=torch.bool), actions,
                 torch.rand(8, 1))
-    h, _ = opp._state_for(8)
+    h, _ = opp.frozen.state_of(8)
     assert bool(h[[1, 3, 5, 7]].abs().sum(1).gt(0).all()) and bool(h[[0, 2, 4, 6]].eq(0).all())
 
 

@@ -21,15 +21,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from arena.agents.policy import LstmState, Policy, fuse_lstm_weights, lstm_cell_from_gates
+from arena.agents.policy import MASKED_LOGIT, LstmState, Policy, fuse_lstm_weights, lstm_cell_from_gates
 
-ArchitectureKey = tuple[int, tuple[int, ...], int, int, int]
+ArchitectureKey = tuple[int, tuple[int, ...], int, int, int, tuple[int, int] | None]
 
 
 def architecture_key(policy: Policy) -> ArchitectureKey:
-    """Policies with equal keys can be stepped together (same shapes everywhere)."""
+    """Policies with equal keys can be stepped together (same shapes everywhere, same action mask)."""
     return (policy.obs_dim, tuple(policy.action_nvec), policy.hidden_size, policy.lstm_size,
-            policy.encoder_layers)
+            policy.encoder_layers, policy.action_mask)
 
 
 class PolicyBank:
@@ -44,7 +44,7 @@ class PolicyBank:
     def __init__(self, like: Policy, device: torch.device | str = "cpu", capacity: int = 8) -> None:
         self.key = architecture_key(like)
         self.device = torch.device(device)
-        obs_dim, nvec, hidden, lstm, layers = self.key
+        obs_dim, nvec, hidden, lstm, layers, self.action_mask = self.key
         widths = [obs_dim] + [hidden] * layers
         shapes = {
             **{f"enc{i}_w": (widths[i], hidden) for i in range(layers)},
@@ -119,7 +119,8 @@ class PolicyBank:
         h0, c0 = state[0] * keep, state[1] * keep
         passes = plan_passes(counts)
         if len(passes) == 1:  # every row in one padded product: no gather or scatter of rows
-            return self._padded_step(slots, counts, passes[0][2], obs, h0, c0)
+            logits, new_state = self._padded_step(slots, counts, passes[0][2], obs, h0, c0)
+            return self._masked(logits, obs), new_state
         logits = obs.new_empty(n, self.stacks["actor_w"].shape[2])
         h_out, c_out = torch.empty_like(h0), torch.empty_like(c0)
         for members, skip, width in passes:
@@ -132,7 +133,15 @@ class PolicyBank:
             logits.index_copy_(0, rows, part_logits)
             h_out.index_copy_(0, rows, part_h)
             c_out.index_copy_(0, rows, part_c)
-        return logits, (h_out, c_out)
+        return self._masked(logits, obs), (h_out, c_out)
+
+    def _masked(self, logits: Tensor, obs: Tensor) -> Tensor:
+        """``Policy.mask_logits``: the illegal actions of each row (the mask is the same observation
+        columns for every player of the bank: part of its architecture key)."""
+        if self.action_mask is None:
+            return logits
+        start, stop = self.action_mask
+        return logits.masked_fill(obs[:, start:stop] < 0.5, MASKED_LOGIT)
 
     def _padded_step(
         self, slots: np.ndarray, counts: np.ndarray, width: int, obs: Tensor, h: Tensor, c: Tensor

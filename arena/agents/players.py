@@ -1,14 +1,17 @@
-"""Players by name: a scripted bot or a policy file, behind one acting interface.
+"""Players by name, and one acting interface for them.
 
-A player spec is
+A player spec (``parse_player``, the one parser of these names) is
+- ``"mirror"``: the learner itself (in training, where the learner drives both teams);
 - ``"scripted:<name>"``: a scripted bot of the game (``SCRIPTED_BOTS`` lists them);
-- ``"checkpoint:<path>"`` or a bare path: a policy file (trainer checkpoint or league snapshot).
+- ``"checkpoint:<path>"`` or a path to an existing file: a policy file (trainer checkpoint or league
+  snapshot);
+- anything else: an id some other part registered (a league's players), or a missing file.
 
 ``resolve_player`` checks the spec once (the file exists, loads, and fits the game's observation
 and action spaces) and ``ResolvedPlayer.make_agent`` builds a fresh agent for a given number of rows,
 so a round robin loads each file once. Every agent acts with
-``act(obs [n, d], rows [n], episode_start [n]) -> int32 [n, dims]``; scripted bots ignore
-``rows`` and ``episode_start`` (they keep no memory).
+``act(obs [n, d], rows [n], episode_start [n]) -> int32 [n, dims]`` (``Agent``); scripted bots
+ignore ``rows`` and ``episode_start`` (they keep no memory).
 """
 
 from __future__ import annotations
@@ -21,16 +24,60 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from arena.agents.frozen import PolicyAgent
 from arena.agents.policy import Policy, load_policy
-from arena.agents.policy_agent import PolicyAgent
-from arena.agents.scripted import SCRIPTED_BOTS, ScriptedAgent, make_scripted
+from arena.agents.scripted import SCRIPTED_BOTS, make_scripted
 
+MIRROR = "mirror"
 SCRIPTED_PREFIX = "scripted:"
 CHECKPOINT_PREFIX = "checkpoint:"
+PlayerKind = Literal["mirror", "scripted", "checkpoint", "id"]
+
+
+@dataclass(frozen=True)
+class PlayerSpec:
+    """A parsed player name: its kind and its bare name (the bot's name without the prefix, the
+    file's path, or the id)."""
+
+    kind: PlayerKind
+    name: str
+
+    @property
+    def id(self) -> str:
+        """The canonical id: ``mirror``, ``scripted:<name>``, the path, or the id itself."""
+        return SCRIPTED_PREFIX + self.name if self.kind == "scripted" else self.name
+
+
+def parse_player(spec: str) -> PlayerSpec:
+    """The kind and name of player spec ``spec`` (see the module docstring); ``ValueError`` for an
+    empty one or a bare ``scripted:``."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"player spec {spec!r} must be a non-empty string")
+    if spec == MIRROR:
+        return PlayerSpec("mirror", spec)
+    if spec.startswith(SCRIPTED_PREFIX):
+        bare = spec.removeprefix(SCRIPTED_PREFIX)
+        if not bare:
+            raise ValueError(f"player spec {spec!r} names no bot: use 'scripted:<name>'")
+        return PlayerSpec("scripted", bare)
+    if spec.startswith(CHECKPOINT_PREFIX):
+        return PlayerSpec("checkpoint", spec.removeprefix(CHECKPOINT_PREFIX))
+    if os.path.isfile(spec):
+        return PlayerSpec("checkpoint", spec)
+    return PlayerSpec("id", spec)
+
+
+def scripted_id(name: str) -> str:
+    """``scripted:<name>`` for a bot's name given with or without the prefix."""
+    return SCRIPTED_PREFIX + name.removeprefix(SCRIPTED_PREFIX)
 
 
 class Agent(Protocol):
-    """What the match runner drives: batched acting over rows of the agent's own state table."""
+    """The one acting interface: ``act(obs [n, d], rows [n], episode_start [n]) -> int32 [n, dims]``.
+
+    ``rows`` index the agent's own state table and ``episode_start`` flags the rows whose match
+    begins with this decision; a stateful agent (``arena.agents.frozen.PolicyAgent``) needs both, a
+    stateless one (every ``ScriptedAgent``) ignores them and may be called with ``act(obs)``."""
 
     @property
     def obs_dim(self) -> int: ...
@@ -38,33 +85,10 @@ class Agent(Protocol):
     @property
     def action_nvec(self) -> tuple[int, ...]: ...
 
-    def act(self, obs: np.ndarray, rows: np.ndarray, episode_start: np.ndarray) -> np.ndarray: ...
+    def act(self, obs: np.ndarray, rows: np.ndarray | None = None,
+            episode_start: np.ndarray | None = None) -> np.ndarray: ...
 
     def reset(self) -> None: ...
-
-
-class ScriptedPlayerAgent:
-    """A scripted bot behind the ``Agent`` interface: stateless, so rows and episode starts are ignored."""
-
-    def __init__(self, bot: ScriptedAgent) -> None:
-        self.bot = bot
-
-    @property
-    def obs_dim(self) -> int:
-        return self.bot.obs_dim
-
-    @property
-    def action_nvec(self) -> tuple[int, ...]:
-        return self.bot.action_nvec
-
-    def act(self, obs: np.ndarray, rows: np.ndarray, episode_start: np.ndarray) -> np.ndarray:
-        return self.bot.act(obs)
-
-    def reset(self) -> None:
-        """Nothing to reset: a scripted bot keeps no per-row memory."""
-
-    def __repr__(self) -> str:
-        return f"ScriptedPlayerAgent({self.bot!r})"
 
 
 @dataclass(frozen=True)
@@ -75,7 +99,8 @@ class GameSpaces:
     team_sizes: tuple[int, int]
     obs_dim: int
     action_nvec: tuple[int, ...]
-    tracked_missiles: int  # midrange observation layout; 0 for other games
+    # the game's parameter values (they fix e.g. midrange's observation layout)
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def describe(self) -> str:
         n0, n1 = self.team_sizes
@@ -91,7 +116,7 @@ def game_spaces(game: str, team_sizes: tuple[int, int] = (1, 1),
     env = arena.make(game, num_envs=1, num_threads=1, team_sizes=tuple(team_sizes), **overrides)
     try:
         nvec = tuple(int(k) for k in env.action_space.nvec)
-        return GameSpaces(game, env.team_sizes, env.obs_dim, nvec, int(env.params.get("tracked_missiles", 0)))
+        return GameSpaces(game, env.team_sizes, env.obs_dim, nvec, dict(env.params))
     finally:
         env.close()
 
@@ -111,11 +136,10 @@ class ResolvedPlayer:
     def make_agent(self, num_rows: int, seed: int = 0, deterministic: bool = False) -> Agent:
         """A fresh agent (zero state) for ``num_rows`` rows; ``seed`` seeds its random choices."""
         if self.kind == "scripted":
-            bot = make_scripted(
+            return make_scripted(
                 self.name, self.spaces.game, team_sizes=self.spaces.team_sizes,
-                tracked_missiles=self.spaces.tracked_missiles, seed=seed,
+                params=self.spaces.params, seed=seed,
             )
-            return ScriptedPlayerAgent(bot)
         assert self.policy is not None
         return PolicyAgent(self.policy, num_rows, deterministic=deterministic, seed=seed)
 
@@ -133,19 +157,20 @@ def resolve_player(
 
     ``spaces`` skips building a one-env instance when the caller already knows the game's spaces.
     """
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"player spec {spec!r} must be a non-empty string")
+    parsed = parse_player(spec)
+    if parsed.kind == "mirror":
+        raise ValueError(f"player spec {spec!r}: 'mirror' exists only in training (the learner itself); "
+                         "name a scripted bot or a policy file")
     spaces = spaces or game_spaces(game, team_sizes, overrides)
-    if spec.startswith(SCRIPTED_PREFIX):
-        bare = spec.removeprefix(SCRIPTED_PREFIX)
+    if parsed.kind == "scripted":
         bots = SCRIPTED_BOTS.get(spaces.game, ())
-        if bare not in bots:
+        if parsed.name not in bots:
             available = ", ".join(SCRIPTED_PREFIX + b for b in bots) or "none"
             raise ValueError(
                 f"unknown scripted player {spec!r} for game {spaces.game!r}; available: {available}"
             )
-        return ResolvedPlayer(spec, "scripted", SCRIPTED_PREFIX + bare, spaces)
-    path = spec.removeprefix(CHECKPOINT_PREFIX)
+        return ResolvedPlayer(spec, "scripted", parsed.id, spaces)
+    path = parsed.name
     if not os.path.isfile(path):
         hint = ""
         if path in SCRIPTED_BOTS.get(spaces.game, ()):

@@ -23,6 +23,7 @@ Logits = list[Tensor] | Tensor
 
 ACTOR_GAIN = 0.01
 CRITIC_GAIN = 1.0
+MASKED_LOGIT = -1e9  # an illegal action's logit: softmax gives it probability 0 (no NaN in the entropy)
 ENCODER_GAIN = math.sqrt(2.0)
 LSTM_GAIN = 1.0
 _PAD_LOGIT = -1e9  # logit of the padding entries when heads of different sizes are stacked
@@ -52,7 +53,7 @@ class MultiDiscreteHeads(nn.Module):
             offset += n
         self.register_buffer("spread", spread, persistent=False)
         self.register_buffer("pad_bias", pad_bias, persistent=False)
-        self.register_buffer("last_index", torch.tensor(self.nvec) - 1, persistent=False)
+        self.register_buffer("value_index", torch.arange(self.width), persistent=False)
 
     def log_softmax(self, flat: Tensor) -> Tensor:
         """Per-head log-probabilities, ``[..., dims, width]``."""
@@ -67,7 +68,8 @@ class MultiDiscreteHeads(nn.Module):
         """Draws one action per row by inverse CDF: ``(actions int64 [n, dims], log_prob [n])``.
         ``noise``: the uniform numbers to use (``[n, dims]`` in [0, 1)) instead of drawing them."""
         logp = self.log_softmax(flat)
-        cdf = logp.exp().cumsum(dim=-1)
+        probs = logp.exp()
+        cdf = probs.cumsum(dim=-1)
         if noise is None:
             u = torch.rand(cdf.shape[:-1] + (1,), generator=generator, device=flat.device, dtype=cdf.dtype)
         else:
@@ -75,7 +77,10 @@ class MultiDiscreteHeads(nn.Module):
                 raise ValueError(f"sampling noise of shape {tuple(noise.shape)}: these logits need "
                                  f"{tuple(cdf.shape[:-1])} (rows, action dims)")
             u = noise.to(cdf.dtype).unsqueeze(-1)
-        actions = torch.minimum((cdf < u).sum(dim=-1), self.last_index)  # rounding can overshoot
+        # Rounding can carry u past the last action with a probability > 0: clamped to that one (a
+        # padded value or an illegal one, whose logits are masked, has none).
+        last = torch.where(probs > 0, self.value_index, 0).amax(dim=-1)
+        actions = torch.minimum((cdf < u).sum(dim=-1), last)
         return actions, logp.gather(-1, actions.unsqueeze(-1)).squeeze(-1).sum(-1)
 
     def log_prob(self, flat: Tensor, actions: Tensor) -> Tensor:
@@ -108,6 +113,7 @@ class Policy(nn.Module):
         lstm_size: int = 128,
         encoder_layers: int = 1,
         action_prior: Sequence[Sequence[float]] | None = None,
+        action_mask: Sequence[int] | None = None,
     ) -> None:
         super().__init__()
         if obs_dim < 1 or hidden_size < 1 or lstm_size < 1 or encoder_layers < 1:
@@ -119,6 +125,7 @@ class Policy(nn.Module):
             raise ValueError(f"action_nvec must be a non-empty list of sizes >= 1, got {list(action_nvec)}")
         self.obs_dim = int(obs_dim)
         self.action_nvec = [int(n) for n in action_nvec]
+        self.action_mask = _check_mask(action_mask, self.obs_dim, sum(self.action_nvec))
         self.hidden_size, self.lstm_size, self.encoder_layers = hidden_size, lstm_size, encoder_layers
         layers: list[nn.Module] = []
         width = self.obs_dim
@@ -179,6 +186,7 @@ class Policy(nn.Module):
             "hidden_size": self.hidden_size,
             "lstm_size": self.lstm_size,
             "encoder_layers": self.encoder_layers,
+            "action_mask": None if self.action_mask is None else list(self.action_mask),
         }
 
     def actor_head_weights(self) -> list[Tensor]:
@@ -204,7 +212,7 @@ class Policy(nn.Module):
         """
         keep = (~episode_start.bool()).unsqueeze(-1).to(obs.dtype)
         h, c = self._lstm_step(self.encoder(obs), (state[0] * keep, state[1] * keep))
-        return self._split(self.actor(h)), self.critic(h).squeeze(-1), (h, c)
+        return self._split(self.mask_logits(self.actor(h), obs)), self.critic(h).squeeze(-1), (h, c)
 
     def forward_sequence(
         self, obs: Tensor, state: LstmState, episode_starts: Tensor
@@ -229,8 +237,17 @@ class Policy(nn.Module):
             h, c = self._lstm_step(x_t, (h, c))
             outs.append(h)
         hs = torch.stack(outs, dim=1).reshape(n * steps, -1)
-        logits = self.actor(hs).view(n, steps, -1)
+        logits = self.mask_logits(self.actor(hs).view(n, steps, -1), obs)
         return self._split(logits), self.critic(hs).view(n, steps)
+
+    def mask_logits(self, flat: Tensor, obs: Tensor) -> Tensor:
+        """The heads' logits (``[..., sum(action_nvec)]``) with every illegal action's set to
+        ``MASKED_LOGIT`` (probability 0), where the game has a legal-action mask: the observation
+        columns ``action_mask = (start, stop)``, 1 for a legal value. Without one: unchanged."""
+        if self.action_mask is None:
+            return flat
+        start, stop = self.action_mask
+        return flat.masked_fill(obs[..., start:stop] < 0.5, MASKED_LOGIT)
 
     def _lstm_step(self, x: Tensor, state: LstmState) -> LstmState:
         """One LSTM step. With autograd off it runs a fused form of the same function: one GEMM with
@@ -288,6 +305,16 @@ class Policy(nn.Module):
         if isinstance(logits, Tensor):
             return logits
         return logits[0] if len(logits) == 1 else torch.cat(list(logits), dim=-1)
+
+
+def _check_mask(mask: Sequence[int] | None, obs_dim: int, logits: int) -> tuple[int, int] | None:
+    if mask is None:
+        return None
+    ok = len(mask) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in mask)
+    if not ok or not (0 <= mask[0] and mask[1] <= obs_dim and mask[1] - mask[0] == logits):
+        raise ValueError(f"action_mask must be the observation columns (start, stop) of one flag per action "
+                         f"value: {logits} columns within [0, {obs_dim}], got {mask!r}")
+    return int(mask[0]), int(mask[1])
 
 
 def fuse_lstm_weights(lstm: nn.LSTMCell) -> Tensor:

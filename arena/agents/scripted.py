@@ -8,20 +8,41 @@ The league names them ``"scripted:<name>"``; ``make_scripted`` accepts either sp
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
-SCRIPTED_BOTS: dict[str, tuple[str, ...]] = {
-    "midrange": ("random", "heuristic", "evader", "heuristic_6km", "heuristic_10km", "heuristic_14km"),
-    "rpsw": ("random", "cycle", "biased", "constant", "counter"),
-}
+
+class _BotNames(Mapping[str, tuple[str, ...]]):
+    """game -> names of its scripted bots, read from the game specs (``arena/games/``)."""
+
+    def __init__(self, reference_only: bool) -> None:
+        self._reference_only = reference_only
+
+    def __getitem__(self, game: str) -> tuple[str, ...]:
+        from arena.games import GAMES, spec
+
+        if game not in GAMES:
+            raise KeyError(game)
+        found = spec(game)
+        return tuple(found.reference_bots if self._reference_only else found.bots)
+
+    def __iter__(self) -> Iterator[str]:
+        from arena.games import GAMES
+
+        return iter(GAMES)
+
+    def __len__(self) -> int:
+        from arena.games import GAMES
+
+        return len(GAMES)
+
+
+SCRIPTED_BOTS: Mapping[str, tuple[str, ...]] = _BotNames(reference_only=False)
 # The game's standard bots: a league's pool and its gauntlet's references by default. The rest of
-# SCRIPTED_BOTS are opt-in (``league.scripted``): midrange's heuristic_<N>km ladder.
-REFERENCE_BOTS: dict[str, tuple[str, ...]] = {
-    "midrange": ("random", "heuristic", "evader"),
-    "rpsw": SCRIPTED_BOTS["rpsw"],
-}
-PREFIX = "scripted:"
+# SCRIPTED_BOTS are opt-in (``league.scripted``), e.g. midrange's heuristic_<N>km ladder.
+REFERENCE_BOTS: Mapping[str, tuple[str, ...]] = _BotNames(reference_only=True)
 
 
 class ScriptedAgent(ABC):
@@ -38,13 +59,19 @@ class ScriptedAgent(ABC):
     def action_dims(self) -> int:
         return len(self.action_nvec)
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        """Actions for ``n`` observation rows; an empty batch gives an empty [0, action_dims] array."""
+    def act(self, obs: np.ndarray, rows: np.ndarray | None = None,
+            episode_start: np.ndarray | None = None) -> np.ndarray:
+        """Actions for ``n`` observation rows; an empty batch gives an empty [0, action_dims] array.
+        ``rows`` and ``episode_start`` (the ``arena.agents.players.Agent`` interface) are ignored: a
+        scripted bot keeps no per-row memory."""
         obs = self._check_obs(obs)
         if len(obs) == 0:
             return np.zeros((0, self.action_dims), dtype=np.int32)
         actions = self._act(obs)
         return np.ascontiguousarray(actions, dtype=np.int32)
+
+    def reset(self) -> None:  # noqa: B027 - deliberately empty: the Agent interface's reset
+        """Nothing to reset: no per-row memory."""
 
     @abstractmethod
     def _act(self, obs: np.ndarray) -> np.ndarray:
@@ -67,47 +94,14 @@ def make_scripted(
     game: str,
     *,
     team_sizes: tuple[int, int] = (1, 1),
-    tracked_missiles: int = 4,
+    params: Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> ScriptedAgent:
-    """Builds scripted player ``name`` (optionally ``"scripted:<name>"``) for ``game``.
+    """Builds scripted player ``name`` (optionally ``"scripted:<name>"``) of ``game``, for matches
+    with these team sizes and game parameters (``env.params``; the defaults where left out: they
+    fix the observation layout); ``seed`` seeds the players that draw random actions."""
+    from arena.games import GAMES, spec
 
-    ``team_sizes`` and ``tracked_missiles`` fix the midrange observation layout; ``seed`` seeds
-    the players that draw random actions.
-    """
-    if game not in SCRIPTED_BOTS:
-        raise ValueError(f"no scripted players for game {game!r}; games: {', '.join(SCRIPTED_BOTS)}")
-    bare = name.removeprefix(PREFIX)
-    if bare not in SCRIPTED_BOTS[game]:
-        raise ValueError(
-            f"unknown scripted player {name!r} for game {game!r}; available: {', '.join(SCRIPTED_BOTS[game])}"
-        )
-    # Imported here because the player modules import ScriptedAgent from this one.
-    if game == "midrange":
-        from arena.agents.scripted_midrange import EvaderPilot, HeuristicPilot, RandomPilot, ladder_pilot
-
-        if bare == "random":
-            return RandomPilot(team_sizes=team_sizes, tracked_missiles=tracked_missiles, seed=seed)
-        if bare == "evader":
-            return EvaderPilot(team_sizes=team_sizes, tracked_missiles=tracked_missiles)
-        if bare.startswith("heuristic_"):
-            return ladder_pilot(bare, team_sizes=team_sizes, tracked_missiles=tracked_missiles)
-        return HeuristicPilot(team_sizes=team_sizes, tracked_missiles=tracked_missiles)
-
-    from arena.agents.scripted_rpsw import (
-        BiasedThrower,
-        ConstantThrower,
-        CounterThrower,
-        CycleThrower,
-        RandomThrower,
-    )
-
-    if bare == "random":
-        return RandomThrower(seed=seed)
-    if bare == "cycle":
-        return CycleThrower()
-    if bare == "biased":
-        return BiasedThrower(seed=seed)
-    if bare == "constant":
-        return ConstantThrower()
-    return CounterThrower()
+    if game not in GAMES:
+        raise ValueError(f"no scripted players for game {game!r}; games: {', '.join(GAMES)}")
+    return spec(game).make_bot(name, tuple(team_sizes), dict(params or {}), seed)

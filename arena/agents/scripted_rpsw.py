@@ -16,10 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from arena import _core
 from arena.agents.scripted import ScriptedAgent
 
-NUM_THROWS = 4
-OBS_DIM = 2 * NUM_THROWS + 3
+NUM_THROWS = int(_core.RPSW_NUM_THROWS)
+OBS_DIM = int(_core.RPSW_OBS_DIM)
 THROWS = ("rock", "paper", "scissors", "well")
 # BEATS[t]: a throw that beats t (paper beats rock, scissors beats paper, well beats scissors,
 # paper beats well).

@@ -14,13 +14,15 @@ COMMANDS = {
     "league": ("arena.bench.league", "share of training wall time in league work, selfplay midrange 1v1"),
     "evaluate": ("arena.bench.evaluate", "evaluation matches/s, midrange 1v1: scripted and LSTM players"),
     "ddp": ("arena.bench.ddp", "data-parallel training, 1 rank vs 2 (gloo): parameters equal, SPS"),
+    "exploitability": ("arena.bench.exploitability",
+                       "Goofspiel leagues (selfplay, pfsp, alphastar): exact exploitability over training"),
     "crash": ("arena.bench.crash", "SIGKILL a league run at random moments, resume it, check the league"),
 }
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
-        lines = "\n".join(f"  {name:8} {doc}" for name, (_, doc) in COMMANDS.items())
+        lines = "\n".join(f"  {name:14} {doc}" for name, (_, doc) in COMMANDS.items())
         print(f"usage: python -m arena.bench COMMAND [options]\n\ncommands:\n{lines}")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     module = importlib.import_module(COMMANDS[argv[0]][0])

@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena.games import spec as game_spec
 from arena.league.guard import GuardCounts
 from arena.league.store import LEAGUE_DB, GauntletRecord, LeagueStore
 
@@ -180,7 +181,7 @@ def main(args: argparse.Namespace) -> int:
                    for spec in (str(path), args.reference)]
         settings = MatchSettings(game=game, team_sizes=team_sizes, overrides=overrides,
                                  games=args.final_games, seed=args.seed + 1000, num_envs=256)
-        shots = ShotRecorder() if game == "midrange" else None
+        shots = ShotRecorder() if "shots" in game_spec(game).features else None
         result = play_match(*players, settings, recorder=shots)
         score, lo, hi = result.score()
         print(f"newest snapshot {newest.player_id} (step {newest.step:,}) vs {args.reference}: "

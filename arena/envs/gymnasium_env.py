@@ -19,7 +19,6 @@ Episode semantics:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -28,27 +27,43 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
-from arena.envs.midrange_obs import FIGHTER, MISSILE, RANGE_SCALE_M, SELF, SPEED_SCALE_MS, MidrangeObsLayout
 from arena.envs.registry import make
 from arena.envs.vector import VectorEnv
+from arena.games import spec
 
 Policy = Callable[[np.ndarray], np.ndarray]
-# Straight, idle, no fire: what a row without a decision maker is given (a dead fighter ignores it).
-MIDRANGE_NOOP = (2, 0, 0)
 
 
 class RandomPolicy:
-    """Uniform random actions from a seeded generator: the default opponent."""
+    """Uniform random actions from a seeded generator: the default opponent. With ``mask`` (obs
+    rows -> bool [n, sum(nvec)], the game's legal actions) it draws among the legal values only."""
 
-    def __init__(self, nvec: np.ndarray | list[int], seed: int = 0) -> None:
+    def __init__(self, nvec: np.ndarray | list[int], seed: int = 0,
+                 mask: Callable[[np.ndarray], np.ndarray | None] | None = None) -> None:
         self.nvec = np.asarray(nvec, dtype=np.int64)
         self.rng = np.random.default_rng(seed)
+        self.mask = mask
 
     def reseed(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return self.rng.integers(0, self.nvec, size=(len(obs), len(self.nvec)), dtype=np.int32)
+        legal = self.mask(obs) if self.mask is not None else None
+        if legal is None:
+            return self.rng.integers(0, self.nvec, size=(len(obs), len(self.nvec)), dtype=np.int32)
+        actions = np.zeros((len(obs), len(self.nvec)), np.int32)
+        for d, block in enumerate(np.split(legal, np.cumsum(self.nvec)[:-1], axis=1)):
+            # the k-th legal value, k uniform among the legal ones (a row with none takes 0)
+            k = (self.rng.random(len(obs)) * block.sum(axis=1)).astype(np.int64)
+            actions[:, d] = np.argmax(block & (np.cumsum(block, axis=1) - 1 == k[:, None]), axis=1)
+        return actions
+
+
+def action_mask_of(env: VectorEnv, obs: np.ndarray) -> np.ndarray | None:
+    """The legal actions of observation rows (int8 [..., sum(nvec)], 1 = legal) where the game has
+    a mask, else None. The adapters put it in ``info["action_mask"]``."""
+    mask = spec(env.game).mask_of(obs, env.params)
+    return None if mask is None else mask.astype(np.int8)
 
 
 def check_single_match(render_mode: str | None, make_kwargs: dict[str, Any]) -> None:
@@ -61,61 +76,16 @@ def check_single_match(render_mode: str | None, make_kwargs: dict[str, Any]) -> 
 
 def noop_action(env: VectorEnv) -> np.ndarray:
     """The action given to rows nobody decides for (dead fighters, a dead agent's row)."""
-    return np.array(MIDRANGE_NOOP if env.game == "midrange" else [0] * len(env.action_space.nvec), np.int32)
+    return np.array(spec(env.game).noop(env.params), np.int32)
 
 
 def observation_space_for(env: VectorEnv) -> spaces.Box:
-    """The observation Box of one agent of ``env``, with finite per-feature bounds where known."""
-    if env.game == "midrange":
-        low, high = _midrange_bounds(env.params, env.team_sizes)
-    elif env.game == "rpsw":  # one-hot throws, fractions and a score lead in [-1, 1]
-        low, high = -np.ones(env.obs_dim), np.ones(env.obs_dim)
-    else:
-        low, high = np.full(env.obs_dim, -np.inf), np.full(env.obs_dim, np.inf)
+    """The observation Box of one agent of ``env``, with the game's finite per-feature bounds."""
+    low, high = spec(env.game).obs_bounds(env.params, env.team_sizes, env.obs_dim)
+    low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
     if low.shape != (env.obs_dim,):
         raise RuntimeError(f"observation bounds have {low.shape[0]} features, the core writes {env.obs_dim}")
     return spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
-
-
-def _midrange_bounds(p: dict[str, Any], team_sizes: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds implied by the game model: flags in [0, 1], sines and cosines in [-1, 1], and
-    magnitudes bounded by the arena and the terminal speeds (with a safety factor of 2 on
-    speeds, which semi-implicit Euler and turns can exceed slightly)."""
-    fighter_speed = 2.0 * max(p["spawn_speed"], p["fighter_vt"] * math.sqrt(p["fighter_thrust_g"]))
-    missile_speed = 2.0 * max(fighter_speed, p["missile_vt"] * math.sqrt(p["missile_thrust_g"]))
-    radius = p["arena_radius_m"]
-    missile_reach = 2.0 * radius + p["missile_max_time_s"] * missile_speed
-    unit, signed = (0.0, 1.0), (-1.0, 1.0)
-    self_bounds = dict.fromkeys(SELF, unit) | {
-        "speed": (0.0, fighter_speed / p["fighter_vt"]),
-        "centre_sin": signed,
-        "centre_cos": signed,
-        "boundary": (0.0, radius / RANGE_SCALE_M),
-    }
-    closing = 2.0 * fighter_speed / SPEED_SCALE_MS
-    fighter_bounds = dict.fromkeys(FIGHTER, signed) | {
-        "present": unit,
-        "alive": unit,
-        "range": (0.0, 2.0 * radius / RANGE_SCALE_M),
-        "closing": (-closing, closing),
-        "speed": (0.0, fighter_speed / p["fighter_vt"]),
-    }
-    closing = (missile_speed + fighter_speed) / SPEED_SCALE_MS
-    missile_bounds = dict.fromkeys(MISSILE, signed) | {
-        "present": unit,
-        "range": (0.0, missile_reach / RANGE_SCALE_M),
-        "speed": (0.0, missile_speed / SPEED_SCALE_MS),
-        "closing": (-closing, closing),
-        "tof": unit,
-    }
-    layout = MidrangeObsLayout(team_sizes, int(p["tracked_missiles"]))
-    blocks = (
-        [self_bounds]
-        + [fighter_bounds] * (2 * layout.max_team - 1)
-        + [missile_bounds] * (2 * layout.tracked_missiles)
-    )
-    bounds = np.array([b for block in blocks for b in block.values()], dtype=np.float64).reshape(-1, 2)
-    return bounds[:, 0], bounds[:, 1]
 
 
 class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -151,11 +121,14 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
         self.action_space = spaces.MultiDiscrete(self.vector_env.action_space.nvec)
         nvec = self.vector_env.action_space.nvec
         # The default opponent is reseeded from the env's generator on every reset.
-        self._random_policy = RandomPolicy(nvec, self._default_seed) if opponent is None else None
+        game_spec = spec(game)
+        self._random_policy = RandomPolicy(
+            nvec, self._default_seed, mask=lambda o: game_spec.mask_of(o, self.vector_env.params)
+        ) if opponent is None else None
         self.opponent: Any = self._random_policy if opponent is None else opponent
         self._opponent_act: Policy = self._random_policy if self._random_policy is not None else act
         self._actions = np.zeros((self.vector_env.num_agents, len(nvec)), dtype=np.int32)
-        self._tracks_alive = game == "midrange"
+        self._alive_column = game_spec.alive_column
         self._match_over = True
         # Lets gymnasium (its env checker, vector envs) re-create this env without a registry entry.
         self.spec = EnvSpec(
@@ -163,6 +136,10 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
             entry_point=f"{__name__}:ArenaSingleAgentEnv",
             kwargs={"game": game, "opponent": opponent, "end_on_death": end_on_death, **make_kwargs},
         )
+
+    def _with_mask(self, info: dict[str, Any], obs_row: np.ndarray) -> dict[str, Any]:
+        mask = action_mask_of(self.vector_env, obs_row)
+        return info if mask is None else info | {"action_mask": mask}
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -177,7 +154,7 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
             self._random_policy.reseed(int(self.np_random.integers(0, 2**63)))
         obs, _ = self.vector_env.reset(match_seed)
         self._match_over = False
-        return obs[0].copy(), {"alive": True}
+        return obs[0].copy(), self._with_mask({"alive": True}, obs[0])
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self._match_over:
@@ -206,7 +183,7 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
                 "end_reason": int(infos["end_reason"][0]),
                 "episode_length": int(infos["episode_length"][0]),
             }
-        return final[0].copy(), float(rewards[0]), terminated, truncated, info
+        return final[0].copy(), float(rewards[0]), terminated, truncated, self._with_mask(info, final[0])
 
     def close(self) -> None:
         self.vector_env.close()
@@ -239,4 +216,4 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _alive(self, obs: np.ndarray) -> bool:
         # Midrange writes the fighter's alive flag first in its row (all zeros once dead).
-        return bool(obs[0, SELF.index("alive")] > 0.5) if self._tracks_alive else True
+        return bool(obs[0, self._alive_column] > 0.5) if self._alive_column is not None else True

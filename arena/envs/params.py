@@ -13,16 +13,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arena import _core
+
 
 @dataclass(frozen=True)
 class Param:
-    """One game parameter: its default, type and closed allowed range."""
+    """One game parameter: its default, type and closed allowed range (a text parameter: the
+    values in ``choices``)."""
 
     default: Any
     kind: type
     low: float
     high: float
     doc: str
+    choices: tuple[str, ...] = ()
 
 
 def _p(default: Any, low: float, high: float, doc: str) -> Param:
@@ -68,7 +72,7 @@ RPSW_PARAMS: dict[str, Param] = {
     "rounds": _p(9, 1, 10000, "throws per match"),
 }
 
-MAX_TEAM = 4
+MAX_TEAM = int(_core.MIDRANGE_MAX_TEAM)  # the largest team the core builds
 
 
 def validate_overrides(game: str, table: dict[str, Param], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +83,12 @@ def validate_overrides(game: str, table: dict[str, Param], overrides: dict[str, 
             allowed = ", ".join(sorted(table))
             raise ValueError(f"unknown parameter {name!r} for game {game!r}; allowed: {allowed}")
         p = table[name]
+        if p.kind is str:
+            if value not in p.choices:
+                allowed = ", ".join(p.choices)
+                raise ValueError(f"{name}={value!r} is not allowed: use one of {allowed} ({p.doc})")
+            values[name] = value
+            continue
         is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
         if p.kind is int:
             if not is_number or not _is_integral(value):

@@ -23,9 +23,9 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from arena.envs.gymnasium_env import check_single_match, noop_action, observation_space_for
-from arena.envs.midrange_obs import SELF
+from arena.envs.gymnasium_env import action_mask_of, check_single_match, noop_action, observation_space_for
 from arena.envs.registry import make
+from arena.games import spec
 
 AgentID = str
 
@@ -67,7 +67,7 @@ class ArenaParallelEnv(ParallelEnv[AgentID, np.ndarray, np.ndarray]):
         self.action_spaces = {a: spaces.MultiDiscrete(nvec) for a in self.possible_agents}
         self._nvec = np.asarray(nvec)
         self._actions = np.zeros((len(self.possible_agents), len(nvec)), dtype=np.int32)
-        self._tracks_alive = game == "midrange"
+        self._alive_column = spec(game).alive_column
         self._alive = np.ones(len(self.possible_agents), dtype=bool)
 
     def observation_space(self, agent: AgentID) -> spaces.Space[Any]:
@@ -88,7 +88,8 @@ class ArenaParallelEnv(ParallelEnv[AgentID, np.ndarray, np.ndarray]):
         self._alive = self._alive_rows(obs)
         return (
             {a: obs[self._row[a]] for a in self.agents},
-            {a: {"alive": bool(self._alive[self._row[a]])} for a in self.agents},
+            {a: self._with_mask({"alive": bool(self._alive[self._row[a]])}, obs[self._row[a]])
+             for a in self.agents},
         )
 
     def step(
@@ -124,7 +125,8 @@ class ArenaParallelEnv(ParallelEnv[AgentID, np.ndarray, np.ndarray]):
             term_out[agent] = bool(terminals[row]) or died
             trunc_out[agent] = bool(truncations[row]) and not term_out[agent]
             events = {name: int(v) for name, v in zip(names, infos["events"][row], strict=True)}
-            info_out[agent] = {"alive": bool(alive[row]), "events": events, **end}
+            info = {"alive": bool(alive[row]), "events": events, **end}
+            info_out[agent] = self._with_mask(info, final[row])
         self._alive = alive
         self.agents = [a for a in self.agents if not (term_out[a] or trunc_out[a])]
         return obs_out, rew_out, term_out, trunc_out, info_out
@@ -160,10 +162,14 @@ class ArenaParallelEnv(ParallelEnv[AgentID, np.ndarray, np.ndarray]):
                 )
             self._actions[row] = a
 
+    def _with_mask(self, info: dict[str, Any], obs_row: np.ndarray) -> dict[str, Any]:
+        mask = action_mask_of(self.vector_env, obs_row)
+        return info if mask is None else info | {"action_mask": mask}
+
     def _alive_rows(self, obs: np.ndarray) -> np.ndarray:
-        # Midrange writes each fighter's alive flag first in its row (all zeros once dead).
-        if self._tracks_alive:
-            return obs[:, SELF.index("alive")] > 0.5
+        # e.g. midrange writes each fighter's alive flag in its row (all zeros once dead)
+        if self._alive_column is not None:
+            return obs[:, self._alive_column] > 0.5
         return np.ones(len(obs), dtype=bool)
 
 

@@ -1,4 +1,4 @@
-"""Which games exist and how ``make`` builds them."""
+"""How ``make`` builds a game's vector env, from the game's spec (``arena/games/``)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,10 @@ import os
 from typing import Any
 
 from arena import _core
-from arena.envs.params import (
-    MIDRANGE_PARAMS,
-    RPSW_PARAMS,
-    check_midrange_consistency,
-    validate_overrides,
-    validate_team_sizes,
-)
+from arena.envs.params import validate_team_sizes
 from arena.envs.vector import VectorEnv
+from arena.games import GAMES, spec
 
-GAMES = ("midrange", "rpsw")
-MIDRANGE_EVENTS = ("fired", "hits", "kills", "was_hit", "died", "left_arena", "missed", "evaded")
-RPSW_EVENTS = ("round_won", "round_lost", "round_drawn")
 MAX_ENVS = 1 << 22
 
 
@@ -30,20 +22,7 @@ def default_num_threads() -> int:
 
 def build_params(name: str, sizes: tuple[int, int], overrides: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """Validated parameter values of game ``name`` and the core's parameter object for them."""
-    if name == "midrange":
-        values = validate_overrides(name, MIDRANGE_PARAMS, overrides)
-        check_midrange_consistency(values)
-        params = _core.MidrangeParams()
-        params.team_size = sizes
-        for key, value in values.items():
-            setattr(params, key, value)
-        return values, params
-    if sizes != (1, 1):
-        raise ValueError(f"team_sizes={sizes!r} is not allowed for rpsw: it is a 1v1 game, use (1, 1)")
-    values = validate_overrides(name, RPSW_PARAMS, overrides)
-    params = _core.RpswParams()
-    params.rounds = values["rounds"]
-    return values, params
+    return spec(name).validate(overrides, sizes)
 
 
 def make(
@@ -72,14 +51,11 @@ def make(
         raise ValueError(f"seed={seed!r} must be a non-negative integer")
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device={device!r} is not allowed: use 'cpu' or 'cuda'")
+    game = spec(name)
     sizes = validate_team_sizes(team_sizes)
-    values, params = build_params(name, sizes, overrides)
-    if name == "midrange":
-        core = _core.MidrangeBatch(params, num_envs, num_threads, device)
-        events = MIDRANGE_EVENTS
-    else:
-        core = _core.RpswBatch(params, num_envs, num_threads, device)
-        events = RPSW_EVENTS
-    env = VectorEnv(name, core, team_sizes=sizes, params=values, seed=seed, event_names=events)
+    values, params = game.validate(overrides, sizes)
+    batch = getattr(_core, f"{name.capitalize()}Batch")
+    core = batch(params, num_envs, num_threads, device)
+    env = VectorEnv(name, core, team_sizes=sizes, params=values, seed=seed, event_names=game.events)
     env.reset(seed)
     return env

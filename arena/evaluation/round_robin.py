@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from arena.agents.players import ResolvedPlayer
+from arena.agents.players import ResolvedPlayer, parse_player
 from arena.evaluation.matchups import DEFAULT_MAX_ENVS, MatchupProgress, play_matchups
 from arena.evaluation.runner import MatchSettings
 from arena.league.stats import BradleyTerryFit, bradley_terry
@@ -72,7 +72,7 @@ def default_anchor(players: Sequence[str]) -> str | None:
     """``scripted:random`` if it plays, else the first scripted bot, else None (anchor on the mean)."""
     if PREFERRED_ANCHOR in players:
         return PREFERRED_ANCHOR
-    return next((p for p in players if p.startswith("scripted:")), None)
+    return next((p for p in players if parse_player(p).kind == "scripted"), None)
 
 
 def play_round_robin(

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from arena.envs.midrange_obs import FIGHTER, SELF, MidrangeObsLayout
+from arena.games import spec
 
 _S = {name: i for i, name in enumerate(SELF)}
 _F = {name: i for i, name in enumerate(FIGHTER)}
@@ -66,8 +67,7 @@ class ShotRecorder:
 
     def start(self, env: Any, layout: Any, settings: Any, a: Any, b: Any) -> None:
         names = tuple(env.event_names)
-        if env.game != "midrange" or "fired" not in names:
-            raise ValueError(f"shot geometry is measured in midrange games only, not {env.game!r}")
+        spec(env.game).require("shots", "shot geometry")
         self._fired, self._hit = names.index("fired"), names.index("hits")
         self._layout = MidrangeObsLayout(tuple(env.team_sizes), int(env.params["tracked_missiles"]))
         self._decision_s = float(env.params["dt"]) * int(env.params["frame_skip"])

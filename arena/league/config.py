@@ -189,10 +189,11 @@ class LeagueConfig:
                 raise ValueError(f"league.gauntlet.replays={g.replays}: replays record {list(REPLAY_GAMES)} "
                                  f"games, not {game!r}; set it to 0")
         if game is not None and self.scripted is not None:
+            from arena.agents.players import SCRIPTED_PREFIX
             from arena.agents.scripted import SCRIPTED_BOTS
 
             bots = SCRIPTED_BOTS.get(game, ())
-            unknown = [b for b in self.scripted if b.removeprefix("scripted:") not in bots]
+            unknown = [b for b in self.scripted if b.removeprefix(SCRIPTED_PREFIX) not in bots]
             if unknown:
                 raise ValueError(f"league.scripted names bots {unknown} that {game!r} does not have; "
                                  f"available: {list(SCRIPTED_BOTS.get(game, ()))}")

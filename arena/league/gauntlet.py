@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from arena.agents.players import SCRIPTED_PREFIX
 from arena.league.store import GauntletRecord
 
 logger = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 def metric_name(reference: str) -> str:
     """``gauntlet/<reference>``, e.g. ``gauntlet/heuristic`` for ``scripted:heuristic``."""
-    short = reference.removeprefix("scripted:")
+    short = reference.removeprefix(SCRIPTED_PREFIX)
     if os.sep in short or short.endswith(".pt"):
         short = Path(short).stem
     return f"gauntlet/{short}"

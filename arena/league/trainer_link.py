@@ -20,11 +20,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from arena.agents.players import MIRROR, parse_player
 from arena.league.league import League
 from arena.league.outcome import DRAW, LOSS, WIN
 from arena.league.player_cache import PlayerCache
 from arena.league.timing import LeagueTimer
-from arena.trainer.opponents import MIRROR, NO_OUTCOME
+from arena.trainer.opponents import NO_OUTCOME
 
 # The trainer's outcome codes (team 0's view) -> the league's +1 / -1 / 0.
 LEAGUE_OUTCOME = {0: WIN, 1: LOSS, 2: DRAW}
@@ -111,9 +112,7 @@ class LeagueMatchmaker:
         """Where another rank of a data-parallel run loads ``player_id`` from: a frozen snapshot's
         file; None for the ids ``Opponents`` builds itself (scripted bots, the learner as ``mirror``)."""
         from arena.league.player_cache import snapshot_file
-        from arena.trainer.opponents import SCRIPTED_PREFIX
-
-        if player_id == MIRROR or player_id.startswith(SCRIPTED_PREFIX):
+        if parse_player(player_id).kind in ("mirror", "scripted"):
             return None
         player = self.league.pool.get(player_id)
         if player.path is None:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from arena.agents.players import scripted_id
 from arena.agents.policy import Policy, policy_from_payload
 from arena.agents.scripted import REFERENCE_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
@@ -91,7 +92,7 @@ class LeagueRun:
         self.league.store.set_meta("league_config", dataclasses.asdict(config))
         self.league.add_player(Player(self.learner_id, "learner"))
         for name in config.scripted if config.scripted is not None else REFERENCE_BOTS[game]:
-            self.league.add_player(Player(f"scripted:{name.removeprefix('scripted:')}", "scripted"))
+            self.league.add_player(Player(scripted_id(name), "scripted"))
         for player in self.league.pool.of_kind("snapshot"):  # a damaged one fails now, naming its file
             if player.sha256 is not None:
                 verify_snapshot(snapshot_file(self.run_dir, player), player.sha256)

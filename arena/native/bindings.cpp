@@ -13,6 +13,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "batched.h"
@@ -104,6 +105,10 @@ void check_params(const rpsw::Params& p) {
   }
 }
 
+void check_params(const goofspiel::Params& p) {
+  if (const char* err = goofspiel::check(p)) throw py::value_error(err);
+}
+
 template <class P>
 const P& checked(const P& p) {
   check_params(p);
@@ -116,6 +121,13 @@ int checked_num_envs(int num_envs) {
   }
   return num_envs;
 }
+
+// Games whose actions can be illegal in a state (a card no longer in the hand) say so with
+// has_action_mask and a legal(ctx, obs_row, action_row) test on the row's observation.
+template <class G, class = void>
+struct HasActionMask : std::false_type {};
+template <class G>
+struct HasActionMask<G, std::void_t<decltype(G::has_action_mask)>> : std::bool_constant<G::has_action_mask> {};
 
 // The Python object: a Batched<G> plus the numpy arrays it writes into.
 template <class G>
@@ -197,9 +209,29 @@ class PyBatch {
         throw py::value_error(msg.str());
       }
     }
+    if constexpr (HasActionMask<G>::value) check_legal(a, begin, end);
     BatchBuffers out = buffers();
     py::gil_scoped_release release;
     batch_.step(a, begin, end, out);
+  }
+
+  // Refuses an illegal action of envs [begin, end), naming it and the legal ones of its row.
+  void check_legal(const int32_t* a, int begin, int end) {
+    const long agents = batch_.agents(), dim = batch_.obs_dim();
+    const float* o = static_cast<const float*>(obs.data());
+    for (long row = begin * agents; row < end * agents; ++row) {
+      const int32_t* act = a + row * G::action_dims;
+      if (G::legal(batch_.ctx(), o + row * dim, act)) continue;
+      std::ostringstream msg;
+      msg << "action " << act[0] << " at row " << row << " (env " << row / agents << ", agent " << row % agents
+          << ") is illegal in its state: allowed";
+      std::vector<int32_t> candidate(act, act + G::action_dims);
+      for (int v = 0; v < G::action_n(batch_.ctx(), 0); ++v) {
+        candidate[0] = v;
+        if (G::legal(batch_.ctx(), o + row * dim, candidate.data())) msg << " " << v;
+      }
+      throw py::value_error(msg.str());
+    }
   }
 
   void check_range(int begin, int end) {
@@ -577,6 +609,79 @@ double bare_fighter_loop(int num_envs, int physics_steps) {
   return sink;  // keeps the loop from being optimised away
 }
 
+// ---- each game's Params class: generic from the game's int_params table, else its own binding
+
+template <class G>
+void bind_params(py::module_& m, const char* name) {
+  using P = typename G::Params;
+  py::class_<P> cls(m, name, py::module_local());
+  cls.def(py::init<>());
+  for (const IntParam<P>& param : G::int_params) {
+    const auto field = param.field;
+    cls.def_property(
+        param.name, [field](const P& p) { return p.*field; }, [field](P& p, int v) { p.*field = v; });
+  }
+}
+
+template <>
+void bind_params<MidrangeGame>(py::module_& m, const char* name) {
+  using P = midrange::Params;
+  py::class_<P>(m, name, py::module_local())
+      .def(py::init<>())
+      .def_property(
+          "team_size", [](const P& p) { return py::make_tuple(p.team_size[0], p.team_size[1]); },
+          [](P& p, std::pair<int, int> t) {
+            p.team_size[0] = t.first;
+            p.team_size[1] = t.second;
+          })
+#define ARENA_FIELD(name) .def_readwrite(#name, &P::name)
+      ARENA_FIELD(frame_skip) ARENA_FIELD(dt) ARENA_FIELD(g) ARENA_FIELD(time_limit_s) ARENA_FIELD(arena_radius_m)
+      ARENA_FIELD(fighter_vt) ARENA_FIELD(fighter_rmin) ARENA_FIELD(fighter_ld) ARENA_FIELD(fighter_thrust_g)
+      ARENA_FIELD(fighter_max_g) ARENA_FIELD(spawn_speed) ARENA_FIELD(missiles_per_fighter)
+      ARENA_FIELD(launch_cooldown_s) ARENA_FIELD(launch_cone_deg) ARENA_FIELD(launch_offset_m)
+      ARENA_FIELD(missile_vt) ARENA_FIELD(missile_rmin) ARENA_FIELD(missile_ld) ARENA_FIELD(missile_thrust_g)
+      ARENA_FIELD(missile_burn_s) ARENA_FIELD(missile_max_g) ARENA_FIELD(missile_min_speed)
+      ARENA_FIELD(missile_max_time_s) ARENA_FIELD(nav_gain) ARENA_FIELD(hit_radius_m)
+      ARENA_FIELD(spawn_distance_min_m) ARENA_FIELD(spawn_distance_max_m) ARENA_FIELD(spawn_heading_jitter_deg)
+      ARENA_FIELD(formation_spacing_m) ARENA_FIELD(tracked_missiles)
+#undef ARENA_FIELD
+      ;
+}
+
+template <>
+void bind_params<RpswGame>(py::module_& m, const char* name) {
+  py::class_<rpsw::Params>(m, name, py::module_local()).def(py::init<>()).def_readwrite("rounds", &rpsw::Params::rounds);
+}
+
+// ---- what a game's batch offers beyond the common face (world states, live parameters)
+
+template <class G>
+void extend_batch(py::class_<PyBatch<G>>&) {}
+
+template <>
+void extend_batch<MidrangeGame>(py::class_<PyBatch<MidrangeGame>>& cls) {
+  using P = midrange::Params;
+  cls.def(
+         "set_params",
+         [](PyBatch<MidrangeGame>& b, const P& p) {
+           check_params(p);
+           const P& old = b.batch_.ctx().p;
+           if (p.team_size[0] != old.team_size[0] || p.team_size[1] != old.team_size[1] ||
+               p.missiles_per_fighter != old.missiles_per_fighter || p.tracked_missiles != old.tracked_missiles)
+             throw py::value_error(
+                 "team_size, missiles_per_fighter and tracked_missiles shape the buffers and cannot change");
+           b.batch_.set_ctx(MidrangeGame::make_ctx(p));
+         },
+         py::arg("params"))
+      .def("world_state", &midrange_world_state)
+      .def("set_world_state", &midrange_set_world_state, py::arg("state"));
+}
+
+template <>
+void extend_batch<RpswGame>(py::class_<PyBatch<RpswGame>>& cls) {
+  cls.def("world_state", &rpsw_world_state);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -600,49 +705,25 @@ PYBIND11_MODULE(_core, m) {
         return out.str();
       });
 
-  using P = midrange::Params;
-  py::class_<P>(m, "MidrangeParams", py::module_local())
-      .def(py::init<>())
-      .def_property(
-          "team_size", [](const P& p) { return py::make_tuple(p.team_size[0], p.team_size[1]); },
-          [](P& p, std::pair<int, int> t) {
-            p.team_size[0] = t.first;
-            p.team_size[1] = t.second;
-          })
-#define ARENA_FIELD(name) .def_readwrite(#name, &P::name)
-      ARENA_FIELD(frame_skip) ARENA_FIELD(dt) ARENA_FIELD(g) ARENA_FIELD(time_limit_s) ARENA_FIELD(arena_radius_m)
-      ARENA_FIELD(fighter_vt) ARENA_FIELD(fighter_rmin) ARENA_FIELD(fighter_ld) ARENA_FIELD(fighter_thrust_g)
-      ARENA_FIELD(fighter_max_g) ARENA_FIELD(spawn_speed) ARENA_FIELD(missiles_per_fighter)
-      ARENA_FIELD(launch_cooldown_s) ARENA_FIELD(launch_cone_deg) ARENA_FIELD(launch_offset_m)
-      ARENA_FIELD(missile_vt) ARENA_FIELD(missile_rmin) ARENA_FIELD(missile_ld) ARENA_FIELD(missile_thrust_g)
-      ARENA_FIELD(missile_burn_s) ARENA_FIELD(missile_max_g) ARENA_FIELD(missile_min_speed)
-      ARENA_FIELD(missile_max_time_s) ARENA_FIELD(nav_gain) ARENA_FIELD(hit_radius_m)
-      ARENA_FIELD(spawn_distance_min_m) ARENA_FIELD(spawn_distance_max_m) ARENA_FIELD(spawn_heading_jitter_deg)
-      ARENA_FIELD(formation_spacing_m) ARENA_FIELD(tracked_missiles)
-#undef ARENA_FIELD
-      ;
-  py::class_<rpsw::Params>(m, "RpswParams", py::module_local()).def(py::init<>()).def_readwrite("rounds", &rpsw::Params::rounds);
-
   m.attr("MIDRANGE_MAX_TEAM") = midrange::MAX_TEAM;
   m.attr("MIDRANGE_MAX_MISSILES_PER_FIGHTER") = midrange::MAX_MISSILES_PER_FIGHTER;
   m.attr("MIDRANGE_MAX_TRACKED") = midrange::MAX_TRACKED;
+  m.attr("GOOFSPIEL_MAX_CARDS") = goofspiel::MAX_CARDS;
+  m.attr("RPSW_NUM_THROWS") = rpsw::NUM_THROWS;
+  m.attr("RPSW_OBS_DIM") = rpsw::OBS_DIM;
 
-  bind_batch<MidrangeGame>(m, "MidrangeBatch")
-      .def(
-          "set_params",
-          [](PyBatch<MidrangeGame>& b, const P& p) {
-            check_params(p);
-            const P& old = b.batch_.ctx().p;
-            if (p.team_size[0] != old.team_size[0] || p.team_size[1] != old.team_size[1] ||
-                p.missiles_per_fighter != old.missiles_per_fighter || p.tracked_missiles != old.tracked_missiles)
-              throw py::value_error(
-                  "team_size, missiles_per_fighter and tracked_missiles shape the buffers and cannot change");
-            b.batch_.set_ctx(MidrangeGame::make_ctx(p));
-          },
-          py::arg("params"))
-      .def("world_state", &midrange_world_state)
-      .def("set_world_state", &midrange_set_world_state, py::arg("state"));
-  bind_batch<RpswGame>(m, "RpswBatch").def("world_state", &rpsw_world_state);
+  // <Name>Params and <Name>Batch for every game of ARENA_GAMES (games.h), and GAMES: their names.
+  py::list games;
+#define ARENA_BIND_GAME(G, Name)                                 \
+  {                                                              \
+    bind_params<G>(m, #Name "Params");                           \
+    auto cls = bind_batch<G>(m, #Name "Batch");                  \
+    extend_batch<G>(cls);                                        \
+    games.append(G::name);                                       \
+  }
+  ARENA_GAMES(ARENA_BIND_GAME)
+#undef ARENA_BIND_GAME
+  m.attr("GAMES") = py::tuple(games);
   m.def("env_seed", [](uint64_t seed, uint64_t env) { return env_seed(seed, env); });
   m.def("bare_fighter_loop", &bare_fighter_loop, py::arg("num_envs"), py::arg("physics_steps"));
 }

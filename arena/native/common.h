@@ -68,6 +68,14 @@ struct EnvOut {
   uint8_t* done;            // 1 when the episode ended at this decision
 };
 
+// An integer parameter of a game, by name: games list theirs (Game::int_params) and the core's
+// Python binding exposes each as a read-write attribute of the game's Params class.
+template <class P>
+struct IntParam {
+  const char* name;
+  int P::*field;
+};
+
 ARENA_HD double clampd(double x, double lo, double hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
 // Scalar forms of the lane operations (simd.h has the vector forms). Step code written with

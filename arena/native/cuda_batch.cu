@@ -211,7 +211,8 @@ void CudaBatch<G>::sync_host(int begin, int end, const BatchBuffers& h) {
   check(cudaStreamSynchronize(cudaStreamLegacy), "sync_host (a step kernel may have failed)");
 }
 
-template class CudaBatch<MidrangeGame>;
-template class CudaBatch<RpswGame>;
+#define ARENA_CUDA_INSTANTIATE(G, Name) template class CudaBatch<G>;
+ARENA_GAMES(ARENA_CUDA_INSTANTIATE)
+#undef ARENA_CUDA_INSTANTIATE
 
 }  // namespace arena

@@ -75,7 +75,8 @@ class CudaBatch {
   std::vector<void*> registered_;  // host ranges page-locked by pin_host, unregistered at the end
 };
 
-extern template class CudaBatch<MidrangeGame>;
-extern template class CudaBatch<RpswGame>;
+#define ARENA_CUDA_EXTERN(G, Name) extern template class CudaBatch<G>;
+ARENA_GAMES(ARENA_CUDA_EXTERN)
+#undef ARENA_CUDA_EXTERN
 
 }  // namespace arena

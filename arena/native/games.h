@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common.h"
+#include "goofspiel.h"
 #include "midrange.h"
 #include "rpsw.h"
 
@@ -50,6 +51,14 @@ struct RpswGame {
     rpsw::step(c.p, s, actions, out);
   }
 };
+
+// Every game of the core, one line each: X(<its Game struct>, <its Python class prefix>). The
+// bindings, the CUDA instantiations and the core's exported game list are generated from it; the
+// Python side (arena/games/) has one spec per name.
+#define ARENA_GAMES(X)           \
+  X(MidrangeGame, Midrange)      \
+  X(RpswGame, Rpsw)              \
+  X(GoofspielGame, Goofspiel)
 
 // The slice of the batch buffers that belongs to env e.
 struct BatchBuffers {

@@ -53,10 +53,12 @@ import numpy as np
 
 from arena.atomic import atomic_path
 from arena.envs.outcomes import EndReason, Outcome
+from arena.games import GAMES, spec
 
 FORMAT = "arena-replay"
 VERSION = 1
-REPLAY_GAMES = ("midrange",)  # games whose matches can be recorded and re-simulated
+# games whose matches can be recorded and re-simulated (their specs' "replay" feature)
+REPLAY_GAMES = tuple(name for name in GAMES if "replay" in spec(name).features)
 
 # Per-frame arrays: name -> (dtype, per-fighter or per-missile).
 FRAME_FIELDS: dict[str, tuple[type, str]] = {

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from arena.agents.scripted import PREFIX as SCRIPTED_PREFIX
+from arena.agents.players import SCRIPTED_PREFIX
 
 
 def available_cores() -> int:

@@ -16,7 +16,9 @@ resumed run labels exactly as the uninterrupted one did.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -47,18 +49,18 @@ class Kickstart:
         schedule: KickstartSchedule,
         game: str,
         team_sizes: tuple[int, int],
-        tracked_missiles: int,
+        params: Mapping[str, Any],
         seed: int = 0,
     ) -> None:
         self.schedule = schedule
-        self.game, self.team_sizes, self.tracked_missiles = game, tuple(team_sizes), int(tracked_missiles)
+        self.game, self.team_sizes, self.params = game, tuple(team_sizes), dict(params)
         self.seed = int(seed)
         self._teacher(0)  # checks the name against the game now, not at the first update
 
     def _teacher(self, update: int) -> ScriptedAgent:
         return make_scripted(
             self.schedule.teacher, self.game, team_sizes=self.team_sizes,
-            tracked_missiles=self.tracked_missiles, seed=self.seed * 1_000_003 + update,
+            params=self.params, seed=self.seed * 1_000_003 + update,
         )
 
     def coef_at(self, global_step: int) -> float:

@@ -12,39 +12,34 @@ The assignment of an env changes only when its match ends: the trainer calls ``e
 which asks the matchmaker ``(env_ids, outcomes) -> player ids`` for the finished envs.
 
 Inference over the half of the envs being stepped: the opponent rows are sorted by player, and the
-frozen policies of one architecture step together from a ``PolicyBank`` of their stacked weights
-(``arena.agents.grouped``): one gather of observations and LSTM states, one batched matrix product
-per layer over all players, one sampling call, one scatter. The cost of a step therefore barely
-grows with the number of distinct frozen players (a league's pool). Each scripted player acts once
-on its own rows. The LSTM states of all opponent rows live in one table indexed by row. Adding a
-player again (``add_player`` with the same id) refreshes its weights in the bank.
+frozen policies of one architecture step together through ``FrozenPolicies``
+(``arena.agents.frozen``, the same code evaluation plays with): their weights stacked in one bank,
+one gather of observations and LSTM states, one batched matrix product per layer over all players,
+one sampling call, one scatter. The cost of a step therefore barely grows with the number of
+distinct frozen players (a league's pool). Each scripted player acts once on its own rows. The LSTM
+states of all opponent rows live in one table indexed by row. Adding a player again (``add_player``
+with the same id) refreshes its weights in the bank.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from arena.agents.grouped import ArchitectureKey, PolicyBank, architecture_key
+from arena.agents.frozen import FrozenPolicies
+from arena.agents.grouped import ArchitectureKey, architecture_key
+from arena.agents.players import MIRROR, Agent, parse_player
 from arena.agents.policy import Policy, load_policy
 
 logger = logging.getLogger(__name__)
 
-MIRROR = "mirror"
-SCRIPTED_PREFIX = "scripted:"
-CHECKPOINT_PREFIX = "checkpoint:"
 NO_OUTCOME = -1  # the outcome code passed for envs that have not finished a match (the first call)
-
-
-class ActsOnObs(Protocol):
-    def act(self, obs: np.ndarray) -> np.ndarray: ...
 
 
 # (env_ids int64 [k], outcomes int8 [k] from team 0's view: 0 win, 1 loss, 2 draw, -1 none yet)
@@ -55,7 +50,7 @@ Matchmaker = Callable[[np.ndarray, np.ndarray], Sequence[str]]
 @dataclass
 class Player:
     player_id: str
-    agent: Policy | ActsOnObs | None  # None: the learner (mirror)
+    agent: Policy | Agent | None  # None: the learner (mirror)
 
     @property
     def is_policy(self) -> bool:
@@ -144,8 +139,10 @@ class Opponents:
         matchmaker: Matchmaker | None = None,
         device: torch.device | str = "cpu",
         seed: int = 0,
+        params: Mapping[str, Any] | None = None,
     ) -> None:
         self.num_envs, self.team_sizes, self.game = num_envs, tuple(team_sizes), game
+        self.params = dict(params or {})  # the game's parameter values (the scripted bots' layout)
         self.agents_per_env = team_sizes[0] + team_sizes[1]
         self.rows = num_envs * self.agents_per_env
         self.matchmaker: Matchmaker = matchmaker if matchmaker is not None else FixedMix(MIRROR)
@@ -158,15 +155,14 @@ class Opponents:
         self._team1_row = np.tile(slot_team, num_envs)
         self.learner_row_mask = np.ones(self.rows, dtype=bool)  # updated with the assignment
         self._groups: dict[tuple[int, int], RowGroups] = {}
-        self._states: dict[int, tuple[Tensor, Tensor]] = {}  # per LSTM size, every row
-        self._banks: dict[ArchitectureKey, PolicyBank] = {}  # frozen policies' stacked weights
+        self.frozen = FrozenPolicies(self.rows, self.device)  # every frozen policy, one state per row
         if callable(getattr(self.matchmaker, "bind", None)):
             # A matchmaker that loads its players on demand (the league's) registers them here.
             self.matchmaker.bind(self)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ players
 
-    def add_player(self, player_id: str, agent: Policy | ActsOnObs) -> None:
+    def add_player(self, player_id: str, agent: Policy | Agent) -> None:
         """Registers a player under ``player_id`` (a frozen ``Policy`` or an object with ``act``)."""
         if player_id == MIRROR:
             raise ValueError(f"{MIRROR!r} is reserved for the learner itself")
@@ -178,23 +174,14 @@ class Opponents:
             agent = agent.to(self.device).eval().requires_grad_(False)
         if player_id in self._index:
             index = self._index[player_id]
-            self._drop_from_bank(index)
+            self.frozen.drop(index)
             self.players[index].agent = agent
         else:
             index = self._index[player_id] = len(self.players)
             self.players.append(Player(player_id, agent))
         if isinstance(agent, Policy):
-            key = architecture_key(agent)
-            with torch.inference_mode(False):  # the bank's storage must stay writable outside it
-                if key not in self._banks:
-                    self._banks[key] = PolicyBank(agent, self.device)
-                self._banks[key].put(index, agent)
+            self.frozen.put(index, agent)
         self._groups.clear()
-
-    def _drop_from_bank(self, index: int) -> None:
-        agent = self.players[index].agent
-        if isinstance(agent, Policy) and architecture_key(agent) in self._banks:
-            self._banks[architecture_key(agent)].drop(index)
 
     @property
     def collective(self) -> bool:
@@ -215,7 +202,7 @@ class Opponents:
             raise ValueError(f"{player_id!r} is not a registered opponent: {sorted(self._index)}")
         if (self.player_of_env == index).any():
             raise ValueError(f"player {player_id!r} still drives team 1 of some envs; it cannot be released")
-        self._drop_from_bank(index)
+        self.frozen.drop(index)
         self.players[index].agent = None
 
     def player_index(self, player_id: str) -> int:
@@ -225,14 +212,16 @@ class Opponents:
             if index and self.players[index].agent is None:
                 raise ValueError(f"player {player_id!r} was released; add_player it again before use")
             return index
-        if player_id.startswith(SCRIPTED_PREFIX):
+        parsed = parse_player(player_id)
+        if parsed.kind == "scripted":
             from arena.agents.scripted import make_scripted
 
-            agent: Policy | ActsOnObs = make_scripted(
-                player_id, self.game, team_sizes=self.team_sizes, seed=self.seed + len(self.players)
+            agent: Policy | Agent = make_scripted(
+                parsed.name, self.game, team_sizes=self.team_sizes, params=self.params,
+                seed=self.seed + len(self.players)
             )
-        elif player_id.startswith(CHECKPOINT_PREFIX) or os.path.isfile(player_id):
-            agent = load_policy(player_id.removeprefix(CHECKPOINT_PREFIX), device=self.device)
+        elif parsed.kind == "checkpoint":
+            agent = load_policy(parsed.name, device=self.device)
         else:
             raise ValueError(
                 f"unknown player id {player_id!r}: use {MIRROR!r}, 'scripted:<name>', 'checkpoint:<path>' "
@@ -332,14 +321,9 @@ class Opponents:
         (``[rows, action dims]``, see ``arena.trainer.rollout``), with which the frozen policies sample.
         """
         for batch in groups.policies:
-            h, c = self._state_for(batch.key[3])
             rows = batch.rows
-            logits, (h_new, c_new) = self._banks[batch.key].forward_step(
-                batch.players, batch.bounds, obs.index_select(0, rows),
-                (h.index_select(0, rows), c.index_select(0, rows)), episode_start.index_select(0, rows),
-            )
-            h.index_copy_(0, rows, h_new)
-            c.index_copy_(0, rows, c_new)
+            logits = self.frozen.step(batch.players, batch.bounds, rows, obs.index_select(0, rows),
+                                      episode_start.index_select(0, rows))
             sampler = self.players[batch.players[0]].agent
             assert isinstance(sampler, Policy)
             acts, _ = sampler.sample_actions(logits, noise=noise.index_select(0, rows))  # same heads
@@ -351,27 +335,15 @@ class Opponents:
             acts = torch.from_numpy(acts_np.astype(np.int64, copy=False))
             actions_out[rows_np] = acts.to(actions_out.device)
 
-    def _state_for(self, lstm_size: int) -> tuple[Tensor, Tensor]:
-        # One state per LSTM size is enough: a row has one player at a time and switches only at
-        # an episode start, where the state is zeroed.
-        if lstm_size not in self._states:
-            zeros = torch.zeros(self.rows, lstm_size, device=self.device)
-            self._states[lstm_size] = (zeros, zeros.clone())
-        return self._states[lstm_size]
-
     def row_states(self) -> dict[int, tuple[Tensor, Tensor]]:
-        """Every row's LSTM state, per LSTM size (for checkpoints that continue matches in flight)."""
-        return {size: (h.detach().cpu().clone(), c.detach().cpu().clone())
-                for size, (h, c) in self._states.items()}
+        """Every opponent row's LSTM state, per LSTM size (for checkpoints that continue matches)."""
+        return self.frozen.row_states()
 
     def load_row_states(self, states: Mapping[int, tuple[Tensor, Tensor]]) -> None:
-        self._states = {int(size): (h.to(self.device).clone(), c.to(self.device).clone())
-                        for size, (h, c) in states.items()}
+        self.frozen.load_row_states(states)
 
     def reset_states(self) -> None:
-        # Dropped, not zeroed: they are made inside the rollout's inference mode, and an inference
-        # tensor cannot be written outside it (the next act() makes fresh zeros).
-        self._states.clear()
+        self.frozen.reset_states()
 
     # ------------------------------------------------------------------ checkpoints
 

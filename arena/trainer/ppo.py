@@ -42,7 +42,9 @@ import torch
 from torch import Tensor
 
 import arena
+from arena.agents.players import MIRROR
 from arena.agents.policy import Policy
+from arena.games import spec
 from arena.trainer.advantage import compute_gae
 from arena.trainer.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointError, atomic_save
 from arena.trainer.checkpoint import load_checkpoint as read_checkpoint
@@ -51,7 +53,7 @@ from arena.trainer.distributed import Collective, Shard
 from arena.trainer.experience import Experience, Minibatch
 from arena.trainer.kickstart import Kickstart, KickstartSchedule
 from arena.trainer.metric_names import sb3_metrics
-from arena.trainer.opponents import MIRROR, FixedMix, Matchmaker, Opponents
+from arena.trainer.opponents import FixedMix, Matchmaker, Opponents
 from arena.trainer.rollout import RewardFn, Rollout
 from arena.trainer.stats import RolloutStats
 
@@ -111,8 +113,10 @@ class PPOTrainer:
             raise ValueError(f"env.device={env_device}: {exc}") from exc
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
+            mask = spec(game).action_mask
             self.policy = Policy(
-                self.env.obs_dim, list(self.env.action_space.nvec), **dataclasses.asdict(self.policy_config)
+                self.env.obs_dim, list(self.env.action_space.nvec), **dataclasses.asdict(self.policy_config),
+                action_mask=None if mask is None else mask(self.env.params),
             ).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
         self.generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
@@ -121,7 +125,7 @@ class PPOTrainer:
         self.reward_fn = reward_fn
         self.opponents = Opponents(
             num_envs=self.shard.num_envs, team_sizes=tuple(team_sizes), game=game, matchmaker=matchmaker,
-            device=self.device, seed=cfg.seed,
+            device=self.device, seed=cfg.seed, params=self.env.params,
         )
         self._bind_lengths(matchmaker)
         self.opponents.start()
@@ -147,7 +151,7 @@ class PPOTrainer:
         if cfg.kickstart_teacher is not None:
             self.kickstart = Kickstart(
                 KickstartSchedule(cfg.kickstart_teacher, cfg.kickstart_coef, cfg.kickstart_steps),
-                game, self.env.team_sizes, int(self.env.params.get("tracked_missiles", 0)), seed=cfg.seed,
+                game, self.env.team_sizes, self.env.params, seed=cfg.seed,
             )
         self.stats = RolloutStats()
         self.rollout = Rollout(
