@@ -68,6 +68,23 @@ struct EnvOut {
   uint8_t* done;            // 1 when the episode ended at this decision
 };
 
+// The results of one decision of a 1v1 game that ends after a number of rounds (rpsw, goofspiel):
+// the outcome, the end reason, the done flag, the +1/-1 outcome reward and the flags of both rows,
+// and the episode length when it ended. The game then writes final_obs, resets and observes.
+ARENA_HD void write_rounds_result(EnvOut out, bool done, int8_t outcome, int32_t rounds) {
+  *out.outcome = outcome;
+  *out.end_reason = done ? END_ROUNDS : END_NONE;
+  *out.done = done ? 1 : 0;
+  for (int i = 0; i < 2; ++i) {
+    float rew = 0.0f;
+    if (outcome == OUTCOME_TEAM0 || outcome == OUTCOME_TEAM1) rew = outcome == i ? 1.0f : -1.0f;
+    out.rewards[i] = rew;
+    out.terminals[i] = done ? 1 : 0;
+    out.truncations[i] = 0;
+  }
+  if (done) *out.episode_length = rounds;
+}
+
 // An integer parameter of a game, by name: games list theirs (Game::int_params) and the core's
 // Python binding exposes each as a read-write attribute of the game's Params class.
 template <class P>

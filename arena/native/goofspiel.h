@@ -145,18 +145,8 @@ ARENA_HD void step(const Params& p, State& s, const int32_t* actions, EnvOut out
   if (done) {
     outcome = s.points[0] > s.points[1] ? OUTCOME_TEAM0 : (s.points[1] > s.points[0] ? OUTCOME_TEAM1 : OUTCOME_DRAW);
   }
-  *out.outcome = outcome;
-  *out.end_reason = done ? END_ROUNDS : END_NONE;
-  *out.done = done ? 1 : 0;
-  for (int i = 0; i < 2; ++i) {
-    float rew = 0.0f;
-    if (outcome == OUTCOME_TEAM0 || outcome == OUTCOME_TEAM1) rew = outcome == i ? 1.0f : -1.0f;
-    out.rewards[i] = rew;
-    out.terminals[i] = done ? 1 : 0;
-    out.truncations[i] = 0;
-  }
+  write_rounds_result(out, done, outcome, s.round);
   if (done) {
-    *out.episode_length = s.round;
     observe(p, s, out.final_obs);
     reset(p, s);
   }
