@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iterator>
 #include <cstdint>
@@ -609,6 +610,15 @@ double bare_fighter_loop(int num_envs, int physics_steps) {
   return sink;  // keeps the loop from being optimised away
 }
 
+// ---- each game's limits (Game::limits) as module attributes <GAME>_<NAME>
+
+template <class G>
+void export_limits(py::module_& m) {
+  std::string prefix = G::name;
+  for (char& ch : prefix) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  for (const IntLimit& limit : G::limits) m.attr((prefix + "_" + limit.name).c_str()) = limit.value;
+}
+
 // ---- each game's Params class: generic from the game's int_params table, else its own binding
 
 template <class G>
@@ -705,13 +715,6 @@ PYBIND11_MODULE(_core, m) {
         return out.str();
       });
 
-  m.attr("MIDRANGE_MAX_TEAM") = midrange::MAX_TEAM;
-  m.attr("MIDRANGE_MAX_MISSILES_PER_FIGHTER") = midrange::MAX_MISSILES_PER_FIGHTER;
-  m.attr("MIDRANGE_MAX_TRACKED") = midrange::MAX_TRACKED;
-  m.attr("GOOFSPIEL_MAX_CARDS") = goofspiel::MAX_CARDS;
-  m.attr("RPSW_NUM_THROWS") = rpsw::NUM_THROWS;
-  m.attr("RPSW_OBS_DIM") = rpsw::OBS_DIM;
-
   // <Name>Params and <Name>Batch for every game of ARENA_GAMES (games.h), and GAMES: their names.
   py::list games;
 #define ARENA_BIND_GAME(G, Name)                                 \
@@ -719,6 +722,7 @@ PYBIND11_MODULE(_core, m) {
     bind_params<G>(m, #Name "Params");                           \
     auto cls = bind_batch<G>(m, #Name "Batch");                  \
     extend_batch<G>(cls);                                        \
+    export_limits<G>(m);                                         \
     games.append(G::name);                                       \
   }
   ARENA_GAMES(ARENA_BIND_GAME)

@@ -85,6 +85,13 @@ ARENA_HD void write_rounds_result(EnvOut out, bool done, int8_t outcome, int32_t
   if (done) *out.episode_length = rounds;
 }
 
+// A named integer limit of a game (Game::limits), exported by the core as <GAME>_<NAME>, e.g.
+// GOOFSPIEL_MAX_CARDS: the Python side reads limits there, never from a copy.
+struct IntLimit {
+  const char* name;
+  int value;
+};
+
 // An integer parameter of a game, by name: games list theirs (Game::int_params) and the core's
 // Python binding exposes each as a read-write attribute of the game's Params class.
 template <class P>

@@ -19,6 +19,9 @@ struct MidrangeGame {
   static constexpr const char* name = "midrange";
   static constexpr int action_dims = midrange::NUM_ACTION_DIMS;
   static constexpr int num_events = midrange::NUM_EVENTS;
+  static constexpr IntLimit limits[] = {{"MAX_TEAM", midrange::MAX_TEAM},
+                                        {"MAX_MISSILES_PER_FIGHTER", midrange::MAX_MISSILES_PER_FIGHTER},
+                                        {"MAX_TRACKED", midrange::MAX_TRACKED}};
   static Ctx make_ctx(const Params& p) { return Ctx{p, midrange::derive(p)}; }
   ARENA_HD static int agents(const Ctx& c) { return c.d.num_fighters; }
   ARENA_HD static int obs_dim(const Ctx& c) { return midrange::obs_dim(c.p); }
@@ -41,6 +44,7 @@ struct RpswGame {
   static constexpr const char* name = "rpsw";
   static constexpr int action_dims = rpsw::NUM_ACTION_DIMS;
   static constexpr int num_events = rpsw::NUM_EVENTS;
+  static constexpr IntLimit limits[] = {{"NUM_THROWS", rpsw::NUM_THROWS}, {"OBS_DIM", rpsw::OBS_DIM}};
   static Ctx make_ctx(const Params& p) { return Ctx{p}; }
   ARENA_HD static int agents(const Ctx&) { return 2; }
   ARENA_HD static int obs_dim(const Ctx&) { return rpsw::OBS_DIM; }

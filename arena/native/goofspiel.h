@@ -165,6 +165,7 @@ struct GoofspielGame {
   static constexpr int action_dims = goofspiel::NUM_ACTION_DIMS;
   static constexpr int num_events = goofspiel::NUM_EVENTS;
   static constexpr bool has_action_mask = true;
+  static constexpr IntLimit limits[] = {{"MAX_CARDS", goofspiel::MAX_CARDS}};
   static constexpr IntParam<Params> int_params[] = {{"num_cards", &Params::num_cards},
                                                     {"points_order", &Params::points_order}};
   static Ctx make_ctx(const Params& p) { return Ctx{p}; }
