@@ -25,8 +25,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import arena
-from arena.envs.params import MAX_TEAM, MIDRANGE_PARAMS, RPSW_PARAMS, Param
+from arena.envs.params import MAX_TEAM, MIDRANGE_PARAMS, Param
 from arena.envs.registry import MAX_ENVS
+from arena.games import GAMES, spec
 
 BOUNDED = settings(
     max_examples=120,
@@ -48,13 +49,18 @@ HOSTILE_SCALARS: list[Any] = [
 
 def in_range(p: Param) -> st.SearchStrategy[Any]:
     """Values inside the parameter's range, its bounds often: odd but valid games."""
+    if p.choices:
+        return st.sampled_from(p.choices)
     inside = st.integers(int(p.low), int(p.high)) if p.kind is int else st.floats(p.low, p.high)
     return st.one_of(inside, st.sampled_from([p.low, p.high]), st.just(p.default))
 
 
 def hostile_or_in_range(p: Param) -> st.SearchStrategy[Any]:
     """As often as not a valid value, else values just outside the range, the hostile scalars,
-    or any float."""
+    or any float (a text parameter: other spellings and non-strings)."""
+    if p.choices:
+        near = [c.upper() for c in p.choices] + [c + " " for c in p.choices] + ["", "bogus"]
+        return st.one_of(in_range(p), in_range(p), st.sampled_from(near), st.sampled_from(HOSTILE_SCALARS))
     edges = [p.low - 1, p.high + 1, p.low * (1 - 1e-12) - 1e-300, p.high * (1 + 1e-12)]
     return st.one_of(in_range(p), in_range(p), in_range(p), st.sampled_from(edges),
                      st.sampled_from(HOSTILE_SCALARS), st.floats())
@@ -66,8 +72,14 @@ def assert_finite(name: str, values: np.ndarray) -> None:
 
 
 def random_actions(env: arena.VectorEnv, rng: np.random.Generator) -> np.ndarray:
+    """Uniform random actions; in a game with a legal-action mask, uniform among the legal ones."""
     nvec = np.asarray(env.action_space.nvec)
-    return rng.integers(0, nvec, size=(env.num_agents, len(nvec)), dtype=np.int32)
+    mask = spec(env.game).mask_of(env.observations, env.params)
+    if mask is None:
+        return rng.integers(0, nvec, size=(env.num_agents, len(nvec)), dtype=np.int32)
+    heads = np.split(mask, np.cumsum(nvec)[:-1], axis=1)
+    return np.stack([np.where(legal, rng.random(legal.shape), -1.0).argmax(axis=1) for legal in heads],
+                    axis=1).astype(np.int32)
 
 
 def play(env: arena.VectorEnv, decisions: int, seed: int = 0) -> None:
@@ -99,8 +111,8 @@ def valid_or(valid: st.SearchStrategy[Any], invalid: list[Any]) -> st.SearchStra
 
 @st.composite
 def make_arguments(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
-    game = draw(st.sampled_from(["midrange", "rpsw"]))
-    table = MIDRANGE_PARAMS if game == "midrange" else RPSW_PARAMS
+    game = draw(st.sampled_from(GAMES))
+    table = spec(game).params
     names = draw(st.lists(st.sampled_from(sorted(table)), max_size=6, unique=True))
     kwargs: dict[str, Any] = {name: draw(hostile_or_in_range(table[name])) for name in names}
     if draw(st.integers(0, 9)) == 0:
@@ -452,3 +464,35 @@ def test_valid_world_states_are_accepted_as_given_and_play_finite_games(data):
     for key in FIELDS:
         np.testing.assert_array_equal(got[key], ws[key], err_msg=key)
     play(env, decisions=60)
+
+
+@BOUNDED
+@given(data=st.data())
+def test_any_goofspiel_bids_step_as_their_int32_form_or_are_rejected_leaving_the_game_as_it_was(data):
+    """Goofspiel adds a rule to the action space: a bid must be a card still in the hand. A bid
+    array is played exactly as its int32 form when every bid is legal, else refused with a
+    ValueError naming the action, the game left as it was (the next legal step matches a twin's)."""
+    env = arena.make("goofspiel", num_envs=2, num_threads=1, num_cards=4, seed=4)
+    twin = arena.make("goofspiel", num_envs=2, num_threads=1, num_cards=4, seed=4)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    for _ in range(data.draw(st.integers(0, 3))):  # some rounds in: cards are gone from the hands
+        bids = random_actions(env, rng)
+        env.step(bids)
+        twin.step(bids)
+    actions = data.draw(action_inputs(env.num_agents, 1))
+    expected = canonical_actions(actions, env.num_agents, np.asarray(env.action_space.nvec))
+    hands = env.observations[:, :4] > 0.5
+    legal = expected is not None and bool(hands[np.arange(env.num_agents), expected[:, 0]].all())
+    before = env.observations.copy()
+    try:
+        obs, *_ = env.step(actions)
+    except ValueError as err:
+        assert not legal, f"legal bids {expected.tolist()} were rejected: {err}"
+        assert_names(err, ["action"])
+        np.testing.assert_array_equal(env.observations, before)
+        bids = random_actions(env, rng)
+        np.testing.assert_array_equal(env.step(bids)[0], twin.step(bids)[0])
+        return
+    assert legal, f"bids {actions!r} were accepted with hands {hands.astype(int).tolist()}"
+    event("accepted")
+    np.testing.assert_array_equal(obs, twin.step(expected)[0])
