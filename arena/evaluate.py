@@ -282,8 +282,10 @@ def _progress(args: argparse.Namespace, unit: str) -> Iterator[Callable[[int, in
         yield update
 
 
-def _overrides(pairs: list[str]) -> dict[str, float | int]:
-    out: dict[str, float | int] = {}
+def _overrides(pairs: list[str]) -> dict[str, float | int | str]:
+    """``KEY=VALUE`` pairs as game overrides: numbers where the value reads as one, else the text
+    (a text parameter such as goofspiel's ``points_order``); ``make`` checks both against the game."""
+    out: dict[str, float | int | str] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key:
@@ -294,7 +296,7 @@ def _overrides(pairs: list[str]) -> dict[str, float | int]:
             try:
                 out[key] = float(text)
             except ValueError:
-                raise ValueError(f"--set {pair!r}: the value {text!r} is not a number") from None
+                out[key] = text
     return out
 
 

@@ -97,6 +97,16 @@ def test_bad_game_settings_and_arguments_exit_2(capsys):
     assert main(["scripted:random", "scripted:random", "--game", "chess"]) == 2
 
 
+def test_a_text_setting_is_passed_as_text_and_checked_by_the_game(capsys):
+    args = ["scripted:outbid", "scripted:match_prize", "--game", "goofspiel", "--games", "20",
+            "--no-progress", "--set", "num_cards=5", "--set"]
+    assert main([*args, "points_order=random", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["wins"] + result["draws"] + result["losses"] == 20
+    assert main([*args, "points_order=rnd"]) == 2
+    assert "points_order='rnd' is not allowed: use one of descending, random" in capsys.readouterr().err
+
+
 def test_device_cuda_without_a_usable_gpu_exits_2_saying_why(capsys):
     from arena import _core
 
