@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from arena.agents.policy import Policy
-from arena.trainer.opponents import FixedMix, Opponents
+from arena.trainer.opponents import FixedMix, MatchesEnded, Opponents
 
 
 class Constant:
@@ -18,6 +18,15 @@ class Constant:
         return np.full((len(obs), 1), self.value, dtype=np.int32)
 
 
+def first(envs: np.ndarray) -> MatchesEnded:
+    return MatchesEnded.starting(envs)
+
+
+def ended(envs: np.ndarray) -> MatchesEnded:
+    """Every env's match ended in a win for team 0 after 10 decisions."""
+    return MatchesEnded(envs, np.zeros(len(envs), dtype=np.int8), np.full(len(envs), 10.0), 500)
+
+
 def opponents(matchmaker=None, num_envs: int = 4) -> Opponents:
     return Opponents(num_envs=num_envs, team_sizes=(1, 1), game="rpsw", matchmaker=matchmaker)
 
@@ -25,19 +34,19 @@ def opponents(matchmaker=None, num_envs: int = 4) -> Opponents:
 def test_fixed_mix_keeps_each_envs_draw_unless_asked_to_redraw() -> None:
     envs = np.arange(200)
     fixed = FixedMix({"a": 1.0, "b": 3.0}, seed=0)
-    first = fixed(envs, np.full(200, -1))
-    assert fixed(envs, np.zeros(200)) == first
-    assert 0.6 < first.count("b") / 200 < 0.9
+    drawn = fixed(first(envs))
+    assert fixed(ended(envs)) == drawn
+    assert 0.6 < drawn.count("b") / 200 < 0.9
     redraw = FixedMix({"a": 1.0, "b": 1.0}, redraw=True, seed=0)
-    assert redraw(envs, np.full(200, -1)) != redraw(envs, np.zeros(200))
+    assert redraw(first(envs)) != redraw(ended(envs))
 
 
 def test_fixed_mix_state_round_trips() -> None:
     mix = FixedMix(["a", "b", "c"], redraw=True, seed=4)
-    mix(np.arange(10), np.full(10, -1))
+    mix(first(np.arange(10)))
     copy = FixedMix(["a", "b", "c"], redraw=True, seed=99)
     copy.load_state_dict(mix.state_dict())
-    assert copy(np.arange(10), np.zeros(10)) == mix(np.arange(10), np.zeros(10))
+    assert copy(ended(np.arange(10))) == mix(ended(np.arange(10)))
 
 
 def test_learner_rows_are_team_0_plus_team_1_of_mirror_envs() -> None:
@@ -81,4 +90,4 @@ def test_a_frozen_policy_opponent_keeps_an_lstm_state_per_row() -> None:
 
 def test_a_matchmaker_returning_the_wrong_number_of_ids_is_an_error() -> None:
     with pytest.raises(ValueError, match="returned 1 player ids for 4 envs"):
-        opponents(lambda envs, outcomes: ["mirror"]).start()
+        opponents(lambda event: ["mirror"]).start()

@@ -8,7 +8,7 @@ import torch
 
 from arena.trainer.checkpoint import save_policy_snapshot
 from arena.trainer.config import PolicyConfig, TrainerConfig
-from arena.trainer.opponents import FixedMix
+from arena.trainer.opponents import FixedMix, MatchesEnded
 from arena.trainer.ppo import PPOTrainer
 
 SMALL_POLICY = PolicyConfig(hidden_size=16, lstm_size=16)
@@ -104,13 +104,13 @@ class RecordingMatchmaker:
     """Alternates each env between mirror and the cycle bot at every episode end."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[np.ndarray, np.ndarray]] = []
+        self.calls: list[MatchesEnded] = []
         self.flip: dict[int, bool] = {}
 
-    def __call__(self, env_ids: np.ndarray, outcomes: np.ndarray) -> list[str]:
-        self.calls.append((env_ids.copy(), outcomes.copy()))
+    def __call__(self, event: MatchesEnded) -> list[str]:
+        self.calls.append(event)
         out = []
-        for e in env_ids.tolist():
+        for e in event.env_ids.tolist():
             self.flip[e] = not self.flip.get(e, e % 2 == 0)
             out.append("mirror" if self.flip[e] else "scripted:cycle")
         return out
@@ -119,7 +119,7 @@ class RecordingMatchmaker:
 def test_the_opponent_of_an_env_changes_only_at_its_episode_ends() -> None:
     matchmaker = RecordingMatchmaker()
     trainer = rpsw_trainer(matchmaker)
-    assert len(matchmaker.calls) == 1 and (matchmaker.calls[0][1] == -1).all()  # the first assignment
+    assert len(matchmaker.calls) == 1 and not matchmaker.calls[0].ended.any()  # the first assignment
     trainer.evaluate()
     exp = trainer.experience
     team1 = trainer.env.team_of_row == 1
@@ -130,9 +130,14 @@ def test_the_opponent_of_an_env_changes_only_at_its_episode_ends() -> None:
     assert not (changed & ~starts[:, 1:]).any()
     # the matchmaker was asked exactly for the envs that finished, with their outcomes
     ends = exp.row_major(exp.terminals | exp.truncations)[torch.from_numpy(team1)].numpy()
-    asked = sum(len(ids) for ids, _ in matchmaker.calls[1:])
+    asked = sum(len(event.env_ids) for event in matchmaker.calls[1:])
     assert asked == int(ends.sum())
-    assert all(set(o.tolist()) <= {0, 1, 2} for _, o in matchmaker.calls[1:])
+    assert all(event.ended.all() for event in matchmaker.calls[1:])
+    assert all(set(event.outcomes.tolist()) <= {0, 1, 2} for event in matchmaker.calls[1:])
+    # ...how long each match lasted (rpsw: always its rounds), and at which learner step
+    rounds = trainer.env.params["rounds"]
+    assert all((event.lengths == rounds).all() for event in matchmaker.calls[1:])
+    assert all(event.learner_step == 0 for event in matchmaker.calls)  # within the first rollout
     metrics = trainer.mean_and_log()
     assert {"win_rate/mirror", "win_rate/scripted:cycle"} <= set(metrics)
     trainer.train()  # a batch mixing learner and opponent steps trains

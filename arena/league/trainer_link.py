@@ -1,7 +1,8 @@
 """The trainer's matchmaker callable, backed by the league.
 
-``PPOTrainer(..., matchmaker=LeagueMatchmaker(...))``: at every episode end the trainer calls it with
-the finished envs and their outcomes (from the learner's team's view). It then
+``PPOTrainer(..., matchmaker=LeagueMatchmaker(...))``: the league's side of the matchmaker interface.
+At every episode end the trainer calls it with a ``MatchesEnded`` event (the finished envs, their
+``Outcome`` from the learner's team's view, the matches' lengths and the learner's step). It then
 
 1. records each finished match in the league (learner vs the env's previous team-1 player, outcome,
    length, learner step, and the checkpoint count of each learning player in it): committed to the
@@ -21,14 +22,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from arena.agents.players import MIRROR, parse_player
+from arena.envs.outcomes import Outcome
 from arena.league.league import League
 from arena.league.outcome import DRAW, LOSS, WIN
 from arena.league.player_cache import PlayerCache
 from arena.league.timing import LeagueTimer
-from arena.trainer.opponents import NO_OUTCOME
+from arena.trainer.opponents import MatchesEnded
 
-# The trainer's outcome codes (team 0's view) -> the league's +1 / -1 / 0.
-LEAGUE_OUTCOME = {0: WIN, 1: LOSS, 2: DRAW}
+# The trainer's outcomes (team 0's view) -> the league's +1 / -1 / 0.
+LEAGUE_OUTCOME = {int(Outcome.TEAM0): WIN, int(Outcome.TEAM1): LOSS, int(Outcome.DRAW): DRAW}
 
 
 class Chooser(Protocol):
@@ -40,7 +42,7 @@ class Chooser(Protocol):
 
 
 class LeagueMatchmaker:
-    """``(env_ids, outcomes) -> player ids``: records finished matches, then chooses the next opponents."""
+    """``MatchesEnded -> player ids``: records finished matches, then chooses the next opponents."""
 
     def __init__(
         self,
@@ -50,38 +52,35 @@ class LeagueMatchmaker:
         cache: PlayerCache,
         *,
         timer: LeagueTimer | None = None,
-        learner_step: Callable[[], int] | None = None,
-        match_lengths: Callable[[np.ndarray], np.ndarray] | None = None,
         checkpoints_of: Callable[[str], int | None] | None = None,
     ) -> None:
         league.pool.get(learner_id)  # fails clearly for a learner the league does not know
         self.league, self.learner_id, self.chooser, self.cache = league, learner_id, chooser, cache
         self.timer = timer if timer is not None else cache.timer
-        # Set by the wiring once the trainer exists: its sample count, and the finished matches' lengths.
-        self.learner_step = learner_step
-        self.match_lengths = match_lengths
         # A learning player's count of checkpoints written (None for frozen players): tags each match.
         self.checkpoints_of = checkpoints_of
         self.current: list[str | None] = []  # league id of the team-1 player of each env
         self.matches_recorded = 0
+        self.bound = False
 
     def bind(self, opponents: Any) -> None:
-        """Called by ``Opponents`` before its first request: players are registered with it."""
+        """Called by the trainer's ``Opponents`` before its first request: players are registered with it."""
         self.cache.bind(opponents)
         self.current = [None] * int(opponents.num_envs)
+        self.bound = True
 
-    def __call__(self, env_ids: np.ndarray, outcomes: np.ndarray) -> list[str]:
+    def __call__(self, event: MatchesEnded) -> list[str]:
         with self.timer.measure("matchmaking"):  # recording and loading inside count as their own parts
-            return self._next_opponents(env_ids, outcomes)
+            return self._next_opponents(event)
 
-    def _next_opponents(self, env_ids: np.ndarray, outcomes: np.ndarray) -> list[str]:
-        env_ids = np.asarray(env_ids, dtype=np.int64)
-        outcomes = np.asarray(outcomes)
+    def _next_opponents(self, event: MatchesEnded) -> list[str]:
+        env_ids = np.asarray(event.env_ids, dtype=np.int64)
         if len(env_ids) and int(env_ids.max()) >= len(self.current):
             self.current += [None] * (int(env_ids.max()) + 1 - len(self.current))
-        finished = outcomes != NO_OUTCOME
+        finished = event.ended
         if finished.any():
-            self._record(env_ids[finished], outcomes[finished])
+            self._record(env_ids[finished], np.asarray(event.outcomes)[finished],
+                         np.asarray(event.lengths)[finished], event.learner_step)
         picks = self.chooser.choose_many(self.learner_id, len(env_ids))
         replaced = {self.current[env] for env in env_ids.tolist()}
         for env, player_id in zip(env_ids.tolist(), picks, strict=True):
@@ -90,16 +89,14 @@ class LeagueMatchmaker:
         self.cache.ensure(picks, in_use=lambda: self.assigned() | {p for p in replaced if p is not None})
         return [MIRROR if p == self.learner_id else p for p in picks]
 
-    def _record(self, envs: np.ndarray, codes: np.ndarray) -> None:
-        lengths = None if self.match_lengths is None else np.asarray(self.match_lengths(envs))
-        step = None if self.learner_step is None else int(self.learner_step())
+    def _record(self, envs: np.ndarray, codes: np.ndarray, lengths: np.ndarray, step: int) -> None:
         team_a = [self.learner_id]
         with self.timer.measure("record"):
             for k, (env, code) in enumerate(zip(envs.tolist(), codes.tolist(), strict=True)):
                 opponent = self.current[env]
                 if opponent is None:
                     continue  # an env this matchmaker never assigned (cannot happen through Opponents)
-                length = None if lengths is None else float(lengths[k])
+                length = float(lengths[k])
                 tags = None
                 if self.checkpoints_of is not None:
                     tags = {p: c for p in (self.learner_id, opponent)

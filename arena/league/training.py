@@ -170,10 +170,8 @@ class LeagueRun:
         """Links the main learner's trainer (built with ``matchmaker()``) and starts the exploiters;
         ``make_reward`` builds a reward function for each exploiter's trainer."""
         matchmaker = self.matchmaker()
-        asked = trainer.opponents.matchmaker
-        if getattr(asked, "inner", asked) is not matchmaker:  # a data-parallel run's rank 0 wraps it
+        if not matchmaker.bound:  # a trainer built with it binds it (through rank 0's shared one, too)
             raise ValueError("attach() a trainer that was built with this LeagueRun's matchmaker()")
-        _link(trainer, matchmaker)
         snap = self.config.snapshot
         self.main = LeagueLearner(self.learner_id, "learner", trainer, matchmaker,
                                   SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
@@ -232,7 +230,6 @@ class LeagueRun:
             trainer = RemoteTrainer(plan)
         else:
             trainer = build_exploiter_trainer(plan, self._make_reward(), matchmaker)
-            _link(trainer, matchmaker)
         self.live[player_id] = trainer.policy
         snap = cfg.snapshot
         return LeagueLearner(player_id, kind, trainer, matchmaker,
@@ -600,17 +597,3 @@ class RemoteTrainer:
 
     def close(self) -> None:
         """Nothing to release here."""
-
-
-def _link(trainer: Any, matchmaker: LeagueMatchmaker) -> None:
-    """Gives the matchmaker the trainer's sample count and the finished matches' lengths."""
-    matchmaker.learner_step = lambda: int(trainer.global_step)
-    shared = trainer.opponents.matchmaker
-    core = getattr(trainer.env, "_core", None)  # the env's output buffers, as the rollout reads them
-    rollout = getattr(trainer, "rollout", None)
-    if callable(getattr(shared, "lengths", None)):  # data-parallel: gathered from every rank
-        matchmaker.match_lengths = shared.lengths
-    elif rollout is not None:  # the lengths where the env keeps them (its GPU buffers included)
-        matchmaker.match_lengths = rollout.match_lengths
-    elif core is not None and hasattr(core, "episode_length"):
-        matchmaker.match_lengths = lambda envs: core.episode_length[envs]

@@ -9,7 +9,9 @@ The learner always drives team 0. Team 1 of env ``e`` is driven by the player th
 - any id registered with ``add_player`` (the league registers its snapshots this way).
 
 The assignment of an env changes only when its match ends: the trainer calls ``episodes_ended``,
-which asks the matchmaker ``(env_ids, outcomes) -> player ids`` for the finished envs.
+which tells the matchmaker (``Matchmaker``: ``MatchesEnded -> player ids``, the one interface between
+the trainer and whoever chooses its opponents, the league included) which matches ended, how and
+how long they lasted, and takes its picks for those envs.
 
 Inference over the half of the envs being stepped: the opponent rows are sorted by player, and the
 frozen policies of one architecture step together through ``FrozenPolicies``
@@ -36,15 +38,46 @@ from arena.agents.frozen import FrozenPolicies
 from arena.agents.grouped import ArchitectureKey, architecture_key
 from arena.agents.players import MIRROR, Agent, parse_player
 from arena.agents.policy import Policy, load_policy
+from arena.envs.outcomes import Outcome
 
 logger = logging.getLogger(__name__)
 
-NO_OUTCOME = -1  # the outcome code passed for envs that have not finished a match (the first call)
+NO_OUTCOME = int(Outcome.NONE)  # the outcome of envs asking for their first opponent
 
 
-# (env_ids int64 [k], outcomes int8 [k] from team 0's view: 0 win, 1 loss, 2 draw, -1 none yet)
-# -> the player id for each of those envs' next match
-Matchmaker = Callable[[np.ndarray, np.ndarray], Sequence[str]]
+@dataclass(frozen=True)
+class MatchesEnded:
+    """What the trainer tells its matchmaker when envs need their next team-1 player: the matches
+    that just ended there (or, at the start, that none has yet).
+
+    - ``env_ids`` int64 [k]: the envs;
+    - ``outcomes`` int8 [k]: each env's ``Outcome`` from team 0's (the learner's) view,
+      ``Outcome.NONE`` where no match ended (the first request; a data-parallel rank's request with
+      nothing finished);
+    - ``lengths`` float64 [k]: decisions the ended match lasted (0 where none ended);
+    - ``learner_step``: the learner's sample count when they ended.
+    """
+
+    env_ids: np.ndarray
+    outcomes: np.ndarray
+    lengths: np.ndarray
+    learner_step: int
+
+    @classmethod
+    def starting(cls, env_ids: np.ndarray, learner_step: int = 0) -> MatchesEnded:
+        """The request for the first opponents of ``env_ids``: no match has ended there."""
+        env_ids = np.asarray(env_ids, dtype=np.int64)
+        return cls(env_ids, np.full(len(env_ids), NO_OUTCOME, dtype=np.int8), np.zeros(len(env_ids)),
+                   int(learner_step))
+
+    @property
+    def ended(self) -> np.ndarray:
+        """bool [k]: where a match ended (its outcome is not ``Outcome.NONE``)."""
+        return self.outcomes != NO_OUTCOME
+
+
+# The matchmaker interface: an event -> the player id of each of its envs' next match
+Matchmaker = Callable[[MatchesEnded], Sequence[str]]
 
 
 @dataclass
@@ -108,8 +141,8 @@ class FixedMix:
         self.rng = np.random.default_rng(seed)
         self._choice = np.full(0, -1, dtype=np.int64)  # per env id, index into player_ids
 
-    def __call__(self, env_ids: np.ndarray, outcomes: np.ndarray) -> list[str]:
-        env_ids = np.asarray(env_ids, dtype=np.int64)
+    def __call__(self, event: MatchesEnded) -> list[str]:
+        env_ids = np.asarray(event.env_ids, dtype=np.int64)
         if len(env_ids) and env_ids.max() >= len(self._choice):
             grown = np.full(int(env_ids.max()) + 1, -1, dtype=np.int64)
             grown[: len(self._choice)] = self._choice
@@ -140,8 +173,10 @@ class Opponents:
         device: torch.device | str = "cpu",
         seed: int = 0,
         params: Mapping[str, Any] | None = None,
+        learner_step: Callable[[], int] | None = None,
     ) -> None:
         self.num_envs, self.team_sizes, self.game = num_envs, tuple(team_sizes), game
+        self.learner_step = learner_step if learner_step is not None else (lambda: 0)
         self.params = dict(params or {})  # the game's parameter values (the scripted bots' layout)
         self.agents_per_env = team_sizes[0] + team_sizes[1]
         self.rows = num_envs * self.agents_per_env
@@ -239,11 +274,16 @@ class Opponents:
     def start(self) -> None:
         """Asks the matchmaker for every env's first opponent."""
         envs = np.arange(self.num_envs, dtype=np.int64)
-        self.set_assignment(envs, self.matchmaker(envs, np.full(self.num_envs, NO_OUTCOME, dtype=np.int8)))
+        self.set_assignment(envs, self.matchmaker(MatchesEnded.starting(envs, self.learner_step())))
 
-    def episodes_ended(self, env_ids: np.ndarray, outcomes: np.ndarray) -> None:
-        """Envs ``env_ids`` finished a match with ``outcomes``: their next opponents are chosen now."""
-        self.set_assignment(env_ids, self.matchmaker(env_ids, outcomes))
+    def episodes_ended(self, env_ids: np.ndarray, outcomes: np.ndarray, lengths: np.ndarray | None = None
+                       ) -> None:
+        """Envs ``env_ids`` finished a match with ``outcomes`` (``Outcome`` codes, team 0's view) after
+        ``lengths`` decisions: the matchmaker hears it (``MatchesEnded``) and names their next opponents."""
+        env_ids = np.asarray(env_ids, dtype=np.int64)
+        lengths = np.zeros(len(env_ids)) if lengths is None else np.asarray(lengths, dtype=np.float64)
+        event = MatchesEnded(env_ids, np.asarray(outcomes, dtype=np.int8), lengths, int(self.learner_step()))
+        self.set_assignment(env_ids, self.matchmaker(event))
 
     def set_assignment(self, env_ids: np.ndarray, player_ids: Sequence[str]) -> None:
         """Call only for envs at an episode start: their rows' LSTM states are reset by the rollout."""

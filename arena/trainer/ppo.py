@@ -71,8 +71,9 @@ class PPOTrainer:
 
     The trainer builds its env (``arena.make(game, num_envs, ...)`` with ``env_overrides``) and its
     policy (``policy_config``). ``reward_fn(StepBatch) -> (total, terms)`` shapes the training reward
-    (None: the core's outcome reward, +1/-1 at a win/loss); ``matchmaker(env_ids, outcomes) -> player
-    ids`` picks team 1's player of each env at every episode end (None: mirror self-play everywhere).
+    (None: the core's outcome reward, +1/-1 at a win/loss); ``matchmaker(MatchesEnded) -> player ids``
+    (``arena.trainer.opponents``) hears which matches ended (envs, outcomes, lengths, learner step) and
+    picks team 1's player of each of those envs (None: mirror self-play everywhere).
 
     ``collective``: a data-parallel run's process group (``arena.trainer.distributed``): this trainer
     is one rank, stepping its share of ``config.num_envs`` (the run's total); its updates, metrics and
@@ -126,8 +127,8 @@ class PPOTrainer:
         self.opponents = Opponents(
             num_envs=self.shard.num_envs, team_sizes=tuple(team_sizes), game=game, matchmaker=matchmaker,
             device=self.device, seed=cfg.seed, params=self.env.params,
+            learner_step=lambda: int(getattr(self, "global_step", 0)),
         )
-        self._bind_lengths(matchmaker)
         self.opponents.start()
         self.experience = Experience(
             self.env.num_agents, cfg.rollout_steps, cfg.bptt_horizon, self.env.obs_dim,
@@ -177,10 +178,6 @@ class PPOTrainer:
         inner = matchmaker if matchmaker is not None else FixedMix(MIRROR)
         return SharedMatchmaker(self.collective, self.shard, inner if self.shard.is_main else None)
 
-    def _bind_lengths(self, matchmaker: Any) -> None:
-        if hasattr(matchmaker, "local_lengths"):  # asked only for finished envs, once the rollout exists
-            matchmaker.local_lengths = lambda envs: self.rollout.match_lengths(envs)
-
     def set_matchmaker(self, matchmaker: Matchmaker) -> None:
         """Replaces the matchmaker (for the envs' next matches). In a data-parallel run every rank
         calls it at the same update and rank 0's ``matchmaker`` decides for every rank."""
@@ -192,7 +189,6 @@ class PPOTrainer:
         else:
             shared = self._shared(matchmaker)
             shared.bind(self.opponents)  # type: ignore[attr-defined]
-            self._bind_lengths(shared)
             self.opponents.matchmaker = shared
 
     # ------------------------------------------------------------------ the loop

@@ -303,9 +303,10 @@ class Rollout:
         envs = np.flatnonzero(done) + begin
         rows = (envs[:, None] * self.a + np.arange(self.a)).ravel()
         outcomes = self._host("outcome", envs).copy()
+        lengths = self._host("episode_length", envs).copy()
         self.stats.record_matches(
-            self.opponents.player_of_env[envs], [p.player_id for p in self.opponents.players],
-            outcomes, self._host("episode_length", envs),
+            self.opponents.player_of_env[envs], [p.player_id for p in self.opponents.players], outcomes,
+            lengths,
         )
         truncated = rows[self._host("truncations", rows) & self.opponents.learner_row_mask[rows]]
         if len(truncated) and self.bootstrap_truncation:
@@ -313,7 +314,7 @@ class Rollout:
         if self.reward_fn is not None:
             self._obs_after[rows] = core.final_obs[rows]
         self.next_start_np[rows] = True
-        self.opponents.episodes_ended(envs, outcomes)
+        self.opponents.episodes_ended(envs, outcomes, lengths)
 
     def _bootstrap_truncated(self, rows_np: np.ndarray, t: int) -> None:
         """Value of the final observation of truncated learner rows, with the state before the reset."""
@@ -325,10 +326,6 @@ class Rollout:
         value = self.step_fn(final, state, no_start)[1]
         self.exp.final_values[t].index_copy_(0, rows, value)
         self.stats.add_time("inference", time.perf_counter() - t0)
-
-    def match_lengths(self, envs: np.ndarray) -> np.ndarray:
-        """The lengths of the matches that just ended in envs ``envs`` (this batch's indices)."""
-        return self._host("episode_length", np.asarray(envs, dtype=np.int64))
 
     def _finish_step(self, t: int) -> None:
         """Once every half has stepped: the reward function (all rows at once) and episode returns."""

@@ -18,14 +18,15 @@ from typing import Any
 import numpy as np
 
 from arena.trainer.distributed import Collective, Shard
-from arena.trainer.opponents import NO_OUTCOME, Matchmaker
+from arena.trainer.opponents import MatchesEnded, Matchmaker
 from arena.trainer.snapshot_copies import SnapshotCopies
 
 logger = logging.getLogger(__name__)
 
 
 class SharedMatchmaker:
-    """``(local env ids, outcomes) -> player ids`` for one rank; ``inner`` (rank 0's) decides."""
+    """A rank's matchmaker: ``MatchesEnded`` (this rank's envs) -> player ids; ``inner`` (rank 0's)
+    hears the run's event (run-wide env ids) and decides."""
 
     collective = True  # Opponents asks at every half-step, finished envs or not
 
@@ -49,8 +50,6 @@ class SharedMatchmaker:
         self.copies = SnapshotCopies(capacity)  # players loaded from files (other ranks)
         self.names: list[str] = []  # every player id sent so far, by code
         self.sources: dict[str, str] = {}  # of the players loaded from files
-        self.local_lengths: Callable[[np.ndarray], np.ndarray] | None = None  # set by the trainer
-        self._lengths = np.zeros(shard.total_envs, dtype=np.float64)
         self.opponents: Any = None
 
     def bind(self, opponents: Any) -> None:
@@ -58,20 +57,14 @@ class SharedMatchmaker:
         if self.inner is not None and callable(getattr(self.inner, "bind", None)):
             self.inner.bind(opponents)
 
-    def lengths(self, env_ids: np.ndarray) -> np.ndarray:
-        """Lengths of the matches that just ended in run-wide envs ``env_ids`` (rank 0)."""
-        return self._lengths[np.asarray(env_ids, dtype=np.int64)]
-
-    def __call__(self, env_ids: np.ndarray, outcomes: np.ndarray) -> list[str]:
+    def __call__(self, event: MatchesEnded) -> list[str]:
         shard, group = self.shard, self.collective_group
-        env_ids = np.asarray(env_ids, dtype=np.int64)
+        env_ids = np.asarray(event.env_ids, dtype=np.int64)
         k = len(env_ids)
         message = np.full((3, shard.num_envs), -1, dtype=np.int64)
         message[0, :k] = env_ids + shard.env_offset
-        message[1, :k] = np.asarray(outcomes, dtype=np.int64)
-        ended = np.asarray(outcomes) != NO_OUTCOME
-        if ended.any() and self.local_lengths is not None:
-            message[2, :k][ended] = np.asarray(self.local_lengths(env_ids[ended]), dtype=np.int64)
+        message[1, :k] = np.asarray(event.outcomes, dtype=np.int64)
+        message[2, :k] = np.rint(np.asarray(event.lengths)).astype(np.int64)
         import torch
 
         every = group.cat(torch.from_numpy(message).unsqueeze(0)).numpy()  # [ranks, 3, n]
@@ -80,8 +73,9 @@ class SharedMatchmaker:
         if group.is_main:
             asked = every[:, 0, :] >= 0
             ids, results, lengths = every[:, 0, :][asked], every[:, 1, :][asked], every[:, 2, :][asked]
-            self._lengths[ids] = lengths
-            picks = list(self.inner(ids, results.astype(np.int8))) if len(ids) else []  # type: ignore[misc]
+            run_event = MatchesEnded(ids, results.astype(np.int8), lengths.astype(np.float64),
+                                     event.learner_step)
+            picks = list(self.inner(run_event)) if len(ids) else []  # type: ignore[misc]
             index = {name: i for i, name in enumerate(self.names)}
             picked = np.empty(len(picks), dtype=np.int64)
             for j, name in enumerate(picks):
