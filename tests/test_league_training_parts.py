@@ -15,11 +15,11 @@ from arena.agents.policy import Policy, load_policy
 from arena.league import League, Player, Ratings, SnapshotGate, SnapshotIntegrityError, sha256_file
 from arena.league.config import league_config
 from arena.league.learner import LeagueLearner, freeze_policy
+from arena.league.matchmaking import UpdateMatchmaker
 from arena.league.player_cache import PlayerCache
+from arena.league.ratings import TwoTeamRatings
 from arena.league.timing import LeagueTimer
 from arena.league.training import LeagueRun
-from arena.league.two_team_ratings import TwoTeamRatings
-from arena.league.update_matchmaker import UpdateMatchmaker
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.opponents import Opponents
 from arena.trainer.ppo import PPOTrainer

@@ -86,9 +86,9 @@ def pending_rollback(run_dir: Path) -> set[int]:
 
 def check_league(run_dir: Path) -> list[str]:
     """The static half of the invariant: integrity, snapshot files, ratings equal to a replay."""
+    from arena.league.ratings import TwoTeamRatings
     from arena.league.snapshots import sha256_file
     from arena.league.store import LeagueStore
-    from arena.league.two_team_ratings import TwoTeamRatings
 
     db = run_dir / LEAGUE_DB
     problems = []

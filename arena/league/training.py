@@ -47,13 +47,13 @@ from arena.league.gauntlet import Gauntlet, gauntlet_metrics
 from arena.league.guard import GuardCounts, best_snapshot, guard_score, rejects
 from arena.league.league import League
 from arena.league.learner import LeagueLearner, freeze_policy, snapshot_state
+from arena.league.matchmaking import UpdateMatchmaker
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
+from arena.league.ratings import TwoTeamRatings
 from arena.league.snapshots import SnapshotGate, load_snapshot, verify_snapshot
 from arena.league.timing import LeagueTimer
 from arena.league.trainer_link import LeagueMatchmaker
-from arena.league.two_team_ratings import TwoTeamRatings
-from arena.league.update_matchmaker import UpdateMatchmaker
 
 logger = logging.getLogger(__name__)
 
