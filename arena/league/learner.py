@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -67,6 +67,34 @@ def freeze_policy(league: League, run_dir: str | os.PathLike[str], learner_id: s
     return player
 
 
+class LeagueTrainer(Protocol):
+    """What the league uses of a learner's trainer (``PPOTrainer``; an exploiter on its own rank is a
+    ``RemoteTrainer`` with the same face), and nothing more: the matches reach the league through the
+    matchmaker interface (``arena.trainer.opponents.Matchmaker``); after each update the training loop
+    calls ``LeagueRun.after_update()``, and the league reads the learner's step and policy here (to
+    snapshot it, or for the guard to restore its best weights) and runs its exploiters' updates."""
+
+    global_step: int
+    checkpoints_written: int
+    policy: Any  # arena.agents.policy.Policy
+    optimizer: Any  # its state is cleared when the guard restores other weights
+    config: Any  # TrainerConfig: num_threads for the gauntlet
+    env_spec: dict[str, Any]  # the env's overrides, for the gauntlet's games
+
+    @property
+    def done(self) -> bool: ...
+
+    def evaluate(self) -> int: ...
+
+    def train(self) -> dict[str, float]: ...
+
+    def mean_and_log(self) -> dict[str, float]: ...
+
+    def save(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class LeagueLearner:
     """One learning player: ``trainer`` plays as ``player_id``; ``gate`` decides its snapshots against
@@ -74,7 +102,7 @@ class LeagueLearner:
 
     player_id: str
     kind: str
-    trainer: Any  # PPOTrainer
+    trainer: LeagueTrainer
     matchmaker: LeagueMatchmaker
     gate: SnapshotGate
     vs_kinds: Sequence[str] = ("snapshot", "scripted")

@@ -46,7 +46,7 @@ from arena.league.exploiters import MainExploiterChooser, current_generation, ex
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
 from arena.league.guard import GuardCounts, best_snapshot, guard_score, rejects
 from arena.league.league import League
-from arena.league.learner import LeagueLearner, freeze_policy, snapshot_state
+from arena.league.learner import LeagueLearner, LeagueTrainer, freeze_policy, snapshot_state
 from arena.league.matchmaking import UpdateMatchmaker
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
@@ -166,7 +166,7 @@ class LeagueRun:
 
         return self.run_dir / "checkpoints" / player_id / CHECKPOINT_NAME
 
-    def attach(self, trainer: Any, make_reward: Callable[[], Any] | None = None) -> None:
+    def attach(self, trainer: LeagueTrainer, make_reward: Callable[[], Any] | None = None) -> None:
         """Links the main learner's trainer (built with ``matchmaker()``) and starts the exploiters;
         ``make_reward`` builds a reward function for each exploiter's trainer."""
         matchmaker = self.matchmaker()

@@ -68,10 +68,13 @@ struct EnvOut {
   uint8_t* done;            // 1 when the episode ended at this decision
 };
 
-// The results of one decision of a 1v1 game that ends after a number of rounds (rpsw, goofspiel):
-// the outcome, the end reason, the done flag, the +1/-1 outcome reward and the flags of both rows,
-// and the episode length when it ended. The game then writes final_obs, resets and observes.
-ARENA_HD void write_rounds_result(EnvOut out, bool done, int8_t outcome, int32_t rounds) {
+// The results of one decision of a 1v1 game that ends after a number of rounds (rpsw, goofspiel),
+// won by the player ahead (lead: player 0's score minus player 1's): the outcome, the end reason,
+// the done flag, the +1/-1 outcome reward and the flags of both rows, and the episode length when it
+// ended. The game then writes final_obs, resets and observes.
+ARENA_HD void write_rounds_result(EnvOut out, bool done, int32_t lead, int32_t rounds) {
+  int8_t outcome = OUTCOME_NONE;
+  if (done) outcome = lead > 0 ? OUTCOME_TEAM0 : (lead < 0 ? OUTCOME_TEAM1 : OUTCOME_DRAW);
   *out.outcome = outcome;
   *out.end_reason = done ? END_ROUNDS : END_NONE;
   *out.done = done ? 1 : 0;

@@ -141,11 +141,7 @@ ARENA_HD void step(const Params& p, State& s, const int32_t* actions, EnvOut out
   } else {
     draw_prize(p, s);
   }
-  int8_t outcome = OUTCOME_NONE;
-  if (done) {
-    outcome = s.points[0] > s.points[1] ? OUTCOME_TEAM0 : (s.points[1] > s.points[0] ? OUTCOME_TEAM1 : OUTCOME_DRAW);
-  }
-  write_rounds_result(out, done, outcome, s.round);
+  write_rounds_result(out, done, s.points[0] - s.points[1], s.round);
   if (done) {
     observe(p, s, out.final_obs);
     reset(p, s);

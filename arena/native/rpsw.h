@@ -70,9 +70,7 @@ ARENA_HD void step(const Params& p, State& s, const int32_t* actions, EnvOut out
   out.events[ev0] = 1;
   out.events[NUM_EVENTS + ev1] = 1;
   const bool done = s.round >= p.rounds;
-  int8_t outcome = OUTCOME_NONE;
-  if (done) outcome = s.score > 0 ? OUTCOME_TEAM0 : (s.score < 0 ? OUTCOME_TEAM1 : OUTCOME_DRAW);
-  write_rounds_result(out, done, outcome, s.round);
+  write_rounds_result(out, done, s.score, s.round);
   if (done) {
     observe(p, s, out.final_obs);
     reset(p, s);
