@@ -94,7 +94,8 @@ def _late_health(metrics: Path | None) -> dict[str, int]:
                         for key, value in r.items() if key.startswith("health/") and value))
 
 
-def _default_sigint() -> None:
+def restore_sigint() -> None:
+    """In a child process: Ctrl-C ends it (a shell starts background jobs with SIGINT ignored)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -137,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
     # SIGINT restored for the child: a shell starts background jobs with it ignored, and the child
     # would inherit that and never see the Ctrl-C that ends the run cleanly.
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ),
-                               preexec_fn=_default_sigint)
+                               preexec_fn=restore_sigint)
     seen: set[tuple[str, str]] = set()
     try:
         while process.poll() is None and time.time() - start < args.minutes * 60:

@@ -180,7 +180,7 @@ class LeagueRun:
         self._make_reward = make_reward or (lambda: None)
         g = self.config.gauntlet
         if g.games > 0:
-            bots = [f"scripted:{b}" for b in REFERENCE_BOTS[self.game]]
+            bots = [scripted_id(b) for b in REFERENCE_BOTS[self.game]]
             references = g.players if g.players is not None else bots
             self.gauntlet = Gauntlet(references, g.games, game=self.game, team_sizes=self.team_sizes,
                                      overrides=trainer.env_spec["overrides"], seed=g.seed,
