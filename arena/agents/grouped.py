@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from arena.agents.policy import MASKED_LOGIT, LstmState, Policy, fuse_lstm_weights, lstm_cell_from_gates
+from arena.agents.policy import LstmState, Policy, fuse_lstm_weights, lstm_cell_from_gates, masked_logits
 
 ArchitectureKey = tuple[int, tuple[int, ...], int, int, int, tuple[int, int] | None]
 
@@ -138,10 +138,7 @@ class PolicyBank:
     def _masked(self, logits: Tensor, obs: Tensor) -> Tensor:
         """``Policy.mask_logits``: the illegal actions of each row (the mask is the same observation
         columns for every player of the bank: part of its architecture key)."""
-        if self.action_mask is None:
-            return logits
-        start, stop = self.action_mask
-        return logits.masked_fill(obs[:, start:stop] < 0.5, MASKED_LOGIT)
+        return masked_logits(logits, obs, self.action_mask)
 
     def _padded_step(
         self, slots: np.ndarray, counts: np.ndarray, width: int, obs: Tensor, h: Tensor, c: Tensor

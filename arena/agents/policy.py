@@ -244,10 +244,7 @@ class Policy(nn.Module):
         """The heads' logits (``[..., sum(action_nvec)]``) with every illegal action's set to
         ``MASKED_LOGIT`` (probability 0), where the game has a legal-action mask: the observation
         columns ``action_mask = (start, stop)``, 1 for a legal value. Without one: unchanged."""
-        if self.action_mask is None:
-            return flat
-        start, stop = self.action_mask
-        return flat.masked_fill(obs[..., start:stop] < 0.5, MASKED_LOGIT)
+        return masked_logits(flat, obs, self.action_mask)
 
     def _lstm_step(self, x: Tensor, state: LstmState) -> LstmState:
         """One LSTM step. With autograd off it runs a fused form of the same function: one GEMM with
@@ -305,6 +302,15 @@ class Policy(nn.Module):
         if isinstance(logits, Tensor):
             return logits
         return logits[0] if len(logits) == 1 else torch.cat(list(logits), dim=-1)
+
+
+def masked_logits(flat: Tensor, obs: Tensor, action_mask: tuple[int, int] | None) -> Tensor:
+    """``flat`` with ``MASKED_LOGIT`` wherever the observation columns ``action_mask`` are 0 (an
+    illegal action); unchanged without a mask. ``Policy`` and the grouped bank both mask with it."""
+    if action_mask is None:
+        return flat
+    start, stop = action_mask
+    return flat.masked_fill(obs[..., start:stop] < 0.5, MASKED_LOGIT)
 
 
 def _check_mask(mask: Sequence[int] | None, obs_dim: int, logits: int) -> tuple[int, int] | None:
