@@ -289,10 +289,8 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
                 stages.apply(trainer.global_step, trainer, set_mix)
                 trainer.evaluate()
                 trainer.train()
-                metrics = trainer.mean_and_log()
-                if league_run is not None:
-                    metrics.update(league_run.after_update())
-                elif ranks is not None:
+                metrics = trainer.mean_and_log()  # with a league: its round ran (LeagueRun.on_update)
+                if league_run is None and ranks is not None:
                     ranks.follow()  # a main rank other than 0 takes part in the league round
                 if not main:
                     continue
@@ -314,7 +312,7 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
     finally:
         if league_run is not None and main and not failed:
             try:  # the last snapshot is a judged one (arena/league/guard.py); its gauntlet logged
-                if league_run.finish():
+                if league_run.finish(trainer.global_step):
                     log.log(league_run.metrics(), step=trainer.global_step)
             except (Exception, KeyboardInterrupt):  # the checkpoint below matters more
                 logger.exception("the end-of-run gauntlet failed: the newest snapshot stays the last "

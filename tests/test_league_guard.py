@@ -99,7 +99,7 @@ def snapshot_after(run: LeagueRun, trainer: PPOTrainer, throw: str,
     always(trainer.policy, throw)
     for _ in range(rollouts):
         trainer.evaluate()
-    metrics = run.after_update()
+    metrics = trainer.mean_and_log()  # its UpdateFinished runs the league round
     latest = run.league.pool.latest_snapshot(parent="learner")
     scores = [r.score()[0] for r in run.league.store.gauntlet() if r.player_id == latest.player_id]
     assert len(scores) == 1
@@ -182,7 +182,7 @@ def test_a_learner_judged_below_its_best_takes_no_unjudged_snapshot_until_a_gaun
     def rollout(throw: str) -> list[str]:
         always(trainer.policy, throw)
         trainer.evaluate()
-        run.after_update()
+        trainer.mean_and_log()
         return [p.player_id for p in run.league.pool.snapshots(parent="learner")]
 
     assert rollout("paper") == ["learner:snap-000000"]  # gauntleted and accepted
@@ -241,7 +241,7 @@ def test_the_last_snapshot_of_a_run_is_judged_by_the_gauntlet(tmp_path):
     best_weights = weights_of(trainer.policy)
     always(trainer.policy, "scissors")  # the learner falls after its last snapshot ...
     trainer.evaluate()
-    run.finish()  # ... and the run ends: its weights play the gauntlet, rejected
+    run.finish(trainer.global_step)  # ... and the run ends: its weights play the gauntlet, rejected
     snapshots = run.league.pool.snapshots(parent="learner")
     assert len(snapshots) == 2 and snapshots[-1].step == trainer.global_step
     played = {r.player_id: r.score()[0] for r in run.league.store.gauntlet()}
@@ -249,7 +249,7 @@ def test_the_last_snapshot_of_a_run_is_judged_by_the_gauntlet(tmp_path):
     published = load_policy(str(tmp_path / snapshots[-1].path))
     assert all(torch.equal(published.state_dict()[k], best_weights[k]) for k in best_weights)
     assert run.league.store.meta()["guard_rejections"] == "1"
-    run.finish()  # nothing learnt since the newest snapshot: nothing to judge
+    run.finish(trainer.global_step)  # nothing learnt since the newest snapshot: nothing to judge
     assert len(run.league.pool.snapshots(parent="learner")) == 2
     trainer.close()
     run.close()
@@ -259,7 +259,7 @@ def test_a_learner_that_holds_at_the_end_publishes_its_own_judged_weights(tmp_pa
     run, trainer = open_run(tmp_path, every_steps=10_000)
     snapshot_after(run, trainer, "paper")
     trainer.evaluate()
-    run.finish()
+    run.finish(trainer.global_step)
     snapshots = run.league.pool.snapshots(parent="learner")
     assert len(snapshots) == 2
     assert [r.player_id for r in run.league.store.gauntlet()] == [s.player_id for s in snapshots]

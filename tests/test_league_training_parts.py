@@ -141,7 +141,7 @@ def test_snapshot_gate_freezes_the_learner_once_it_beats_every_pool_member(tmp_p
                    Player("scripted:cycle", "scripted")):
         league.add_player(player)
     policy = Policy(5, [3], hidden_size=8, lstm_size=8)
-    trainer = SimpleNamespace(policy=policy, global_step=1000)
+    trainer = SimpleNamespace(policy=policy, global_step=1000, checkpoints_written=0)
     learner = LeagueLearner("learner", "learner", trainer, matchmaker=None,  # type: ignore[arg-type]
                             gate=SnapshotGate(every_steps=None, beat_all_threshold=0.7, min_games=10),
                             vs_kinds=("snapshot", "scripted"))
@@ -174,7 +174,8 @@ def test_a_snapshot_file_left_by_a_crash_before_registration_is_replaced(tmp_pat
 
 def test_restart_draws_depend_only_on_seed_generation_and_snapshot_index():
     def learner(prob: float) -> LeagueLearner:
-        return LeagueLearner("league_exploiter-0", "league_exploiter", None, None,  # type: ignore[arg-type]
+        trainer = SimpleNamespace(policy=None, global_step=0, checkpoints_written=0)
+        return LeagueLearner("league_exploiter-0", "league_exploiter", trainer, None,  # type: ignore[arg-type]
                              SnapshotGate(every_steps=1), reset_prob=prob, seed=4)
 
     draws = [learner(0.25).restarts_after(i) for i in range(200)]

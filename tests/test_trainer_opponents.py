@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from arena.agents.policy import Policy
-from arena.trainer.opponents import FixedMix, MatchesEnded, Opponents
+from arena.trainer.events import MatchesEnded
+from arena.trainer.opponents import FixedMix, Opponents
 
 
 class Constant:

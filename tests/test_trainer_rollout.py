@@ -8,7 +8,8 @@ import torch
 
 from arena.trainer.checkpoint import save_policy_snapshot
 from arena.trainer.config import PolicyConfig, TrainerConfig
-from arena.trainer.opponents import FixedMix, MatchesEnded
+from arena.trainer.events import MatchesEnded
+from arena.trainer.opponents import FixedMix
 from arena.trainer.ppo import PPOTrainer
 
 SMALL_POLICY = PolicyConfig(hidden_size=16, lstm_size=16)

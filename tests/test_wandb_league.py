@@ -182,7 +182,6 @@ def test_with_log_snapshots_each_new_league_snapshot_is_a_model_artifact(tmp_pat
                 trainer.evaluate()
                 trainer.train()
                 trainer.mean_and_log()
-                league_run.after_update()
                 league_run.log_views(log, trainer.global_step)
         snapshots = league_run.league.pool.snapshots()
     finally:

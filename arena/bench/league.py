@@ -61,9 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         while time.perf_counter() - start < args.seconds:
             trainer.evaluate()
             trainer.train()
-            metrics = trainer.mean_and_log()
+            metrics = trainer.mean_and_log()  # the league's round runs in it (LeagueRun.on_update)
             opponents_inference += metrics.get("time/inference_opponents", 0.0)
-            metrics.update(league.after_update())
             league.log_views(log, trainer.global_step)
             log.log(metrics, trainer.global_step)
         wall = time.perf_counter() - start

@@ -12,7 +12,7 @@ the pool keeps its size while it is timed.
 Both trainers are built with the default trainer settings (``--num-envs`` envs each) and take turns,
 ``--turn`` updates at a time, so the VM's drifting speed hits both alike. SPS counts learner samples
 (with AlphaStar, the exploiters' too) per second of wall time, the league's own work included
-(``after_update``: snapshots, exploiter turns, views). Figures are medians over the measured updates.
+(``LeagueRun.on_update``: snapshots, exploiter turns, views). Figures are medians over the measured updates.
 Resident memory is read from /proc at the end: compare runs with different N (e.g. 50 and 200).
 """
 
@@ -85,9 +85,7 @@ class Timed:
         t0 = time.perf_counter()
         self.trainer.evaluate()
         self.trainer.train()
-        metrics = self.trainer.mean_and_log()
-        if self.league_run is not None:
-            metrics.update(self.league_run.after_update())
+        metrics = self.trainer.mean_and_log()  # a league's round runs in it (LeagueRun.on_update)
         elapsed = time.perf_counter() - t0
         if not measured:
             return

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +26,7 @@ from arena.league.league import League
 from arena.league.players import Player, snapshot_id
 from arena.league.snapshots import SnapshotGate, write_snapshot
 from arena.league.trainer_link import LeagueMatchmaker
+from arena.trainer.events import UpdateFinished, UpdateListener
 
 logger = logging.getLogger(__name__)
 
@@ -69,20 +70,27 @@ def freeze_policy(league: League, run_dir: str | os.PathLike[str], learner_id: s
 
 class LeagueTrainer(Protocol):
     """What the league uses of a learner's trainer (``PPOTrainer``; an exploiter on its own rank is a
-    ``RemoteTrainer`` with the same face), and nothing more: the matches reach the league through the
-    matchmaker interface (``arena.trainer.opponents.Matchmaker``); after each update the training loop
-    calls ``LeagueRun.after_update()``, and the league reads the learner's step and policy here (to
-    snapshot it, or for the guard to restore its best weights) and runs its exploiters' updates."""
+    ``RemoteTrainer`` with the same face). At run time the trainer talks to the league only through
+    its typed events (``arena.trainer.events``): the matches reach the league through the matchmaker
+    interface, and each ``UpdateFinished`` (step, checkpoint count, policy) reaches the learner's
+    ``LeagueLearner.heard`` (the main learner's through ``LeagueRun.on_update``, which then runs the
+    league's round). The league asks one thing back: ``restore_policy`` (its guard). The attributes
+    below are read when the learner joins the league (its starting step and weights, the gauntlet's
+    threads and env, an exploiter's settings), and the league drives its exploiters' trainers itself
+    (``evaluate``, ``train``, ``mean_and_log``, ``save``, ``close``)."""
 
     global_step: int
     checkpoints_written: int
     policy: Any  # arena.agents.policy.Policy
-    optimizer: Any  # its state is cleared when the guard restores other weights
     config: Any  # TrainerConfig: num_threads for the gauntlet
     env_spec: dict[str, Any]  # the env's overrides, for the gauntlet's games
 
     @property
     def done(self) -> bool: ...
+
+    def add_update_listener(self, listener: UpdateListener) -> None: ...
+
+    def restore_policy(self, weights: Mapping[str, Any]) -> None: ...
 
     def evaluate(self) -> int: ...
 
@@ -98,7 +106,9 @@ class LeagueTrainer(Protocol):
 @dataclass
 class LeagueLearner:
     """One learning player: ``trainer`` plays as ``player_id``; ``gate`` decides its snapshots against
-    the players of ``vs_kinds``; after a snapshot it restarts from fresh weights with ``reset_prob``."""
+    the players of ``vs_kinds``; after a snapshot it restarts from fresh weights with ``reset_prob``.
+    ``step``, ``checkpoints`` and ``policy`` are the trainer's as of its last ``UpdateFinished``
+    (``heard``; at first, as it joined the league): what snapshots, gates and match tags read."""
 
     player_id: str
     kind: str
@@ -109,15 +119,29 @@ class LeagueLearner:
     reset_prob: float = 0.0
     generation: int = 0
     seed: int = 0
+    step: int = field(init=False)
+    checkpoints: int = field(init=False)
+    policy: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.step = int(self.trainer.global_step)
+        self.checkpoints = int(self.trainer.checkpoints_written)
+        self.policy = self.trainer.policy
+
+    def heard(self, event: UpdateFinished) -> dict[str, float]:
+        """The update listener of the learner's trainer: keeps its step, checkpoint count and policy."""
+        self.step, self.checkpoints = int(event.learner_step), int(event.checkpoints_written)
+        self.policy = event.policy
+        return {}
 
     def snapshot_due(self, league: League) -> bool:
         """What the gate says now, from the league's payoff against ``vs_kinds``."""
-        step = int(self.trainer.global_step)
+        step = self.step
         rates = league.win_rates_vs_pool(self.player_id, kinds=tuple(self.vs_kinds))
         return self.gate.should_snapshot(step, league.last_snapshot_step(self.player_id), rates)
 
     def snapshot(self, league: League, run_dir: str | os.PathLike[str]) -> Player:
-        return freeze_policy(league, run_dir, self.player_id, self.trainer.policy, self.trainer.global_step)
+        return freeze_policy(league, run_dir, self.player_id, self.policy, self.step)
 
     def restarts_after(self, snapshot_index: int) -> bool:
         """Whether its ``snapshot_index``-th snapshot ends the learner's generation. The draw depends

@@ -27,7 +27,7 @@ from arena.league.league import League
 from arena.league.outcome import DRAW, LOSS, WIN
 from arena.league.player_cache import PlayerCache
 from arena.league.timing import LeagueTimer
-from arena.trainer.opponents import MatchesEnded
+from arena.trainer.events import MatchesEnded
 
 # The trainer's outcomes (team 0's view) -> the league's +1 / -1 / 0.
 LEAGUE_OUTCOME = {int(Outcome.TEAM0): WIN, int(Outcome.TEAM1): LOSS, int(Outcome.DRAW): DRAW}

@@ -4,12 +4,17 @@ How it plugs into ``arena.train`` (nothing inside the trainer knows about the le
 
     run = LeagueRun(config, run_dir, game=..., team_sizes=..., seed=...)   # opens RUN_DIR/league.sqlite
     trainer = PPOTrainer(..., matchmaker=run.matchmaker())   # or PPOTrainer.resume(..., matchmaker=...)
-    run.attach(trainer, make_reward)                         # exploiters (AlphaStar) start here
+    run.attach(trainer, make_reward)     # listens to the trainer's updates; exploiters (AlphaStar) start
     while not trainer.done:
-        trainer.evaluate(); trainer.train(); metrics = trainer.mean_and_log()
-        metrics |= run.after_update()      # snapshots, exploiters' turn, league/* metrics
+        trainer.evaluate(); trainer.train()
+        metrics = trainer.mean_and_log()   # its UpdateFinished runs run.on_update: snapshots, exploiters'
+                                           # turn; the league/* metrics join the update's
         run.log_views(logger, step)        # leaderboard, payoff heatmap, rating chart every log_interval
-    trainer.save(); run.save(); run.close()
+    run.finish(trainer.global_step); trainer.save(); run.save(); run.close()
+
+The trainer and the league meet only at the typed events of ``arena.trainer.events``: ``MatchesEnded``
+to the matchmaker, ``UpdateFinished`` to ``on_update``; the guard's restore is the trainer's
+``restore_policy``.
 
 The store is the source of truth: every match, player and rating is committed before memory changes,
 so a run killed at any moment resumes from the store; the trainer checkpoint carries only the
@@ -22,7 +27,7 @@ update (``UpdateMatchmaker``).
 
 With ``league.exploiter_ranks`` under torchrun (``use_exploiter_ranks`` before ``attach``), the
 exploiters train on ranks of their own: this process holds a ``RemoteTrainer`` for each (its weights
-and step as of the last league round) and ``after_update`` runs the round
+and step as of the last league round) and ``on_update`` runs the round
 (``arena.league.exploiter_ranks``) instead of the exploiters' turns.
 """
 
@@ -54,6 +59,7 @@ from arena.league.ratings import TwoTeamRatings
 from arena.league.snapshots import SnapshotGate, load_snapshot, verify_snapshot
 from arena.league.timing import LeagueTimer
 from arena.league.trainer_link import LeagueMatchmaker
+from arena.trainer.events import UpdateFinished, UpdateListener
 
 logger = logging.getLogger(__name__)
 
@@ -159,7 +165,7 @@ class LeagueRun:
     def _checkpoints_of(self, player_id: str) -> int | None:
         """A learning player's count of checkpoints written; None for every other player."""
         learner = next((x for x in self.learners if x.player_id == player_id), None)
-        return None if learner is None else int(learner.trainer.checkpoints_written)
+        return None if learner is None else learner.checkpoints
 
     def _exploiter_checkpoint(self, player_id: str) -> Path:
         from arena.trainer.ppo import CHECKPOINT_NAME
@@ -177,6 +183,7 @@ class LeagueRun:
                                   SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
                                   vs_kinds=tuple(snap.vs_kinds), seed=self.seed)
         self.live[self.learner_id] = trainer.policy
+        trainer.add_update_listener(self.on_update)
         self._make_reward = make_reward or (lambda: None)
         g = self.config.gauntlet
         if g.games > 0:
@@ -232,10 +239,12 @@ class LeagueRun:
             trainer = build_exploiter_trainer(plan, self._make_reward(), matchmaker)
         self.live[player_id] = trainer.policy
         snap = cfg.snapshot
-        return LeagueLearner(player_id, kind, trainer, matchmaker,
-                             SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
-                             vs_kinds=tuple(snap.vs_kinds), reset_prob=reset_prob, generation=generation,
-                             seed=self.seed)
+        learner = LeagueLearner(player_id, kind, trainer, matchmaker,
+                                SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
+                                vs_kinds=tuple(snap.vs_kinds), reset_prob=reset_prob, generation=generation,
+                                seed=self.seed)
+        trainer.add_update_listener(learner.heard)
+        return learner
 
     def use_exploiter_ranks(self, ranks: Any) -> None:
         """Before ``attach``: the exploiters train on ranks of their own (an
@@ -250,11 +259,13 @@ class LeagueRun:
 
     # ------------------------------------------------------------------ the loop
 
-    def after_update(self) -> dict[str, float]:
-        """After the main learner's update: its snapshot if due, then each exploiter's turn (one
-        rollout and update, snapshot, restart); returns the league metrics of this update."""
+    def on_update(self, event: UpdateFinished) -> dict[str, float]:
+        """The main learner's update listener (``attach`` adds it): after its update, its snapshot if
+        due, then each exploiter's turn (one rollout and update, snapshot, restart); returns the league
+        metrics of this update."""
         if self.main is None:
-            raise RuntimeError("LeagueRun.after_update() before attach()")
+            raise RuntimeError("LeagueRun.on_update() before attach()")
+        self.main.heard(event)
         self.updates += 1
         self._refresh_matchmaking()
         self._sync_live()
@@ -275,16 +286,20 @@ class LeagueRun:
                 self.exploiters[i] = self._restart(exploiter)
         return {**self.metrics(), **extra}
 
-    def finish(self) -> bool:
+    def finish(self, step: int | None = None) -> bool:
         """At the end of a run (done, or stopped by Ctrl-C): the main learner's last weights become a
         snapshot only through the gauntlet and the guard, so the run's newest snapshot is a judged
         one (the learner's weights, or the best snapshot's when they fall clearly below it), not
         whatever the learner held at its last unjudged snapshot. Nothing happens without the guard
         or when the learner has not trained since its newest snapshot. Returns whether it took a
-        snapshot (whose gauntlet and guard metrics ``metrics()`` then gives)."""
+        snapshot (whose gauntlet and guard metrics ``metrics()`` then gives). ``step``: the learner's
+        step now (the run may stop after its last update, e.g. by Ctrl-C in a rollout), else the last
+        update's."""
         if self.main is None or not self._guarding():
             return False
-        step = int(self.main.trainer.global_step)
+        if step is not None:
+            self.main.step = int(step)
+        step = self.main.step
         last = self.league.last_snapshot_step(self.main.player_id)
         if last is not None and step <= last:
             return False
@@ -300,7 +315,7 @@ class LeagueRun:
             with self.timer.measure("snapshot"):
                 if not learner.snapshot_due(self.league):
                     return None
-        step = int(learner.trainer.global_step)
+        step = learner.step
         gauntlet_due = learner is self.main and (final or self._gauntlet_due(step))
         if learner is self.main and not gauntlet_due and self._below_best():
             return None  # judged below its best snapshot: it publishes nothing until a gauntlet accepts it
@@ -311,8 +326,7 @@ class LeagueRun:
             if instead is None:
                 player = learner.snapshot(self.league, self.run_dir)
             else:
-                player = freeze_policy(self.league, self.run_dir, learner.player_id, instead,
-                                       learner.trainer.global_step)
+                player = freeze_policy(self.league, self.run_dir, learner.player_id, instead, learner.step)
             self._snapshots_new.append(player)
         if gauntlet_due:
             assert self.gauntlet is not None
@@ -369,9 +383,9 @@ class LeagueRun:
         path = self.run_dir / CANDIDATE_FILE
         with self.timer.measure("gauntlet"):
             path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save(snapshot_state(learner.trainer.policy), path)
+            torch.save(snapshot_state(learner.policy), path)
             try:
-                records = self.gauntlet.play(candidate_id, path, int(learner.trainer.global_step))
+                records = self.gauntlet.play(candidate_id, path, learner.step)
             finally:
                 path.unlink(missing_ok=True)
         candidate = guard_score(records)
@@ -389,9 +403,7 @@ class LeagueRun:
         streak, rejections, restores = counts.in_a_row + 1, counts.rejections + 1, counts.restores
         instead: Policy | None = None
         if streak >= self.config.gauntlet.guard_patience:
-            with torch.no_grad():
-                learner.trainer.policy.load_state_dict(state["policy"])
-            learner.trainer.optimizer.state.clear()  # Adam's moments belong to the weights left behind
+            learner.trainer.restore_policy(state["policy"])  # Adam's moments are cleared with it
             self._sync_live()
             restores, streak = restores + 1, 0
             action = f"the learner is restored from {best.player_id} (restore {restores})"
@@ -408,7 +420,7 @@ class LeagueRun:
         logger.warning(
             "guard: at step %d the learner scores %.3f [%.3f, %.3f] against %s, below the best snapshot "
             "%s (%.3f against %s): %s",
-            learner.trainer.global_step, candidate.score, candidate.lower, candidate.upper,
+            learner.step, candidate.score, candidate.lower, candidate.upper,
             candidate.reference, best.player_id, best.score, best.reference, action)
         return [], instead
 
@@ -424,7 +436,7 @@ class LeagueRun:
 
     def _restart(self, old: LeagueLearner) -> LeagueLearner:
         """A new generation of an exploiter with fresh weights (its own env batch and checkpoints)."""
-        logger.info("%s restarts from fresh weights at step %d", old.player_id, old.trainer.global_step)
+        logger.info("%s restarts from fresh weights at step %d", old.player_id, old.step)
         old.trainer.close()
         del self.live[old.player_id]
         return self._exploiter(old.kind, old.generation + 1)
@@ -584,13 +596,30 @@ def build_exploiter_trainer(plan: ExploiterPlan, reward_fn: Any, matchmaker: Any
 
 class RemoteTrainer:
     """Rank 0's stand-in for an exploiter that trains on its own rank: its step, checkpoint count and
-    a frozen copy of its weights, as of the last league round (what snapshots and gates read)."""
+    a frozen copy of its weights, as of the last league round (what snapshots and gates read). Each
+    round's report from the rank (``heard_from_rank``) is its ``UpdateFinished``."""
 
     def __init__(self, plan: ExploiterPlan) -> None:
         self.plan = plan
         self.policy = Policy(**plan.policy_spec).eval().requires_grad_(False)
         self.global_step = 0
         self.checkpoints_written = 0
+        self.update = 0
+        self._listeners: list[UpdateListener] = []
+
+    def add_update_listener(self, listener: UpdateListener) -> None:
+        self._listeners.append(listener)
+
+    def heard_from_rank(self, step: int, checkpoints: int, weights: dict[str, Any],
+                        metrics: dict[str, float]) -> None:
+        """The exploiter's rank finished an update: its step, checkpoint count and weights then."""
+        self.global_step, self.checkpoints_written = int(step), int(checkpoints)
+        self.policy.load_state_dict(weights)
+        self.update += 1
+        event = UpdateFinished(self.global_step, self.update, self.checkpoints_written, self.policy,
+                               dict(metrics))
+        for listener in self._listeners:
+            listener(event)
 
     def save(self) -> None:
         """Nothing: the exploiter's rank writes its own checkpoint."""

@@ -38,46 +38,10 @@ from arena.agents.frozen import FrozenPolicies
 from arena.agents.grouped import ArchitectureKey, architecture_key
 from arena.agents.players import MIRROR, Agent, parse_player
 from arena.agents.policy import Policy, load_policy
-from arena.envs.outcomes import Outcome
+from arena.trainer.events import MatchesEnded, Matchmaker
 
 logger = logging.getLogger(__name__)
 
-NO_OUTCOME = int(Outcome.NONE)  # the outcome of envs asking for their first opponent
-
-
-@dataclass(frozen=True)
-class MatchesEnded:
-    """What the trainer tells its matchmaker when envs need their next team-1 player: the matches
-    that just ended there (or, at the start, that none has yet).
-
-    - ``env_ids`` int64 [k]: the envs;
-    - ``outcomes`` int8 [k]: each env's ``Outcome`` from team 0's (the learner's) view,
-      ``Outcome.NONE`` where no match ended (the first request; a data-parallel rank's request with
-      nothing finished);
-    - ``lengths`` float64 [k]: decisions the ended match lasted (0 where none ended);
-    - ``learner_step``: the learner's sample count when they ended.
-    """
-
-    env_ids: np.ndarray
-    outcomes: np.ndarray
-    lengths: np.ndarray
-    learner_step: int
-
-    @classmethod
-    def starting(cls, env_ids: np.ndarray, learner_step: int = 0) -> MatchesEnded:
-        """The request for the first opponents of ``env_ids``: no match has ended there."""
-        env_ids = np.asarray(env_ids, dtype=np.int64)
-        return cls(env_ids, np.full(len(env_ids), NO_OUTCOME, dtype=np.int8), np.zeros(len(env_ids)),
-                   int(learner_step))
-
-    @property
-    def ended(self) -> np.ndarray:
-        """bool [k]: where a match ended (its outcome is not ``Outcome.NONE``)."""
-        return self.outcomes != NO_OUTCOME
-
-
-# The matchmaker interface: an event -> the player id of each of its envs' next match
-Matchmaker = Callable[[MatchesEnded], Sequence[str]]
 
 
 @dataclass

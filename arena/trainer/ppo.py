@@ -50,10 +50,11 @@ from arena.trainer.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, Chec
 from arena.trainer.checkpoint import load_checkpoint as read_checkpoint
 from arena.trainer.config import PolicyConfig, TrainerConfig, config_from_dict
 from arena.trainer.distributed import Collective, Shard
+from arena.trainer.events import Matchmaker, UpdateFinished, UpdateListener
 from arena.trainer.experience import Experience, Minibatch
 from arena.trainer.kickstart import Kickstart, KickstartSchedule
 from arena.trainer.metric_names import sb3_metrics
-from arena.trainer.opponents import FixedMix, Matchmaker, Opponents
+from arena.trainer.opponents import FixedMix, Opponents
 from arena.trainer.rollout import RewardFn, Rollout
 from arena.trainer.stats import RolloutStats
 
@@ -170,6 +171,7 @@ class PPOTrainer:
         self._restart_pending = True
         self._losses: dict[str, float] = {}
         self._log_time, self._log_step = time.perf_counter(), 0
+        self._update_listeners: list[UpdateListener] = []
 
     def _shared(self, matchmaker: Matchmaker | None) -> Matchmaker:
         from arena.trainer.shared_matchmaker import SharedMatchmaker
@@ -190,6 +192,19 @@ class PPOTrainer:
             shared = self._shared(matchmaker)
             shared.bind(self.opponents)  # type: ignore[attr-defined]
             self.opponents.matchmaker = shared
+
+    def add_update_listener(self, listener: UpdateListener) -> None:
+        """``listener(UpdateFinished)`` is called at the end of every ``mean_and_log``, in the order
+        added; the metrics it returns join the update's (``arena.trainer.events``)."""
+        self._update_listeners.append(listener)
+
+    def restore_policy(self, weights: Mapping[str, Tensor]) -> None:
+        """Replaces the learner's weights (a ``Policy.state_dict`` of the same architecture) and
+        clears the optimizer's moments, which belong to the weights left behind. The league's guard
+        restores a learner from its best snapshot this way."""
+        with torch.no_grad():
+            self.policy.load_state_dict(dict(weights))
+        self.optimizer.state.clear()
 
     # ------------------------------------------------------------------ the loop
 
@@ -345,7 +360,8 @@ class PPOTrainer:
     def mean_and_log(self) -> dict[str, float]:
         """Metrics since the previous call: SPS, episodes, outcomes per opponent, losses, time split; and
         the Stable-Baselines3 names of these (``train/approx_kl``, ``rollout/ep_rew_mean``, ``time/fps``,
-        ... see ``arena.trainer.metric_names``)."""
+        ... see ``arena.trainer.metric_names``). Then the update is over: its ``UpdateFinished`` goes to
+        the update listeners, whose metrics join these."""
         now = time.perf_counter()
         elapsed = max(now - self._log_time, 1e-9)
         metrics: dict[str, float] = {
@@ -363,6 +379,11 @@ class PPOTrainer:
         metrics.update(sb3_metrics(metrics))
         self._losses = {}
         self._log_time, self._log_step = now, self.global_step
+        if self._update_listeners:
+            event = UpdateFinished(self.global_step, self.update, self.checkpoints_written, self.policy,
+                                   dict(metrics))
+            for listener in self._update_listeners:
+                metrics.update(listener(event))
         return metrics
 
     # ------------------------------------------------------------------ checkpoints

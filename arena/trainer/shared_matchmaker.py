@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from arena.trainer.distributed import Collective, Shard
-from arena.trainer.opponents import MatchesEnded, Matchmaker
+from arena.trainer.events import MatchesEnded, Matchmaker
 from arena.trainer.snapshot_copies import SnapshotCopies
 
 logger = logging.getLogger(__name__)
