@@ -15,8 +15,7 @@ from arena.league.matchmaking import (
     pfsp_probabilities,
     score_for_pfsp,
 )
-from arena.league.outcome import parse_outcome
-from arena.league.payoff import PayoffTable
+from arena.league.payoff import PayoffTable, parse_outcome
 from arena.league.players import PLAYER_KINDS, Player, Pool, snapshot_id
 from arena.league.ratings import RatingEntry, Ratings
 from arena.league.snapshots import (

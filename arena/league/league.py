@@ -14,8 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from arena.league.outcome import OutcomeLike, parse_outcome
-from arena.league.payoff import PayoffTable
+from arena.league.payoff import OutcomeLike, PayoffTable, parse_outcome
 from arena.league.players import Player, Pool
 from arena.league.ratings import Ratings
 from arena.league.store import LEAGUE_DB, META_DECAY, META_RATINGS, LeagueStore

@@ -1,4 +1,8 @@
-"""Payoff table: decayed win/draw/loss counts per pair of players.
+"""Match outcomes as the league sees them, and the payoff table: decayed win/draw/loss counts per pair.
+
+An outcome is +1 win, 0 draw, -1 loss, from one side's point of view (``parse_outcome`` also takes
+"win"/"draw"/"loss"); the trainer's ``envs.Outcome`` codes (team 0's view) are turned into these
+where a match enters the league (``arena.league.learner.LEAGUE_OUTCOME``).
 
 Each unordered pair is stored once, as counts from the point of view of the pair's first id (in sorted
 order), so `wdl(a, b)` and `wdl(b, a)` are mirror images by construction. Decay is per pair: each new
@@ -8,11 +12,27 @@ result of a pair first multiplies that pair's existing counts by `decay`, so rec
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 import numpy as np
 
-from arena.league.outcome import OutcomeLike, parse_outcome
+OutcomeLike = Literal["win", "draw", "loss", 1, 0, -1] | int | str
+
+WIN, DRAW, LOSS = 1, 0, -1
+_BY_NAME = {"win": WIN, "draw": DRAW, "loss": LOSS}
+
+
+def parse_outcome(outcome: OutcomeLike) -> int:
+    """Return +1, 0 or -1 for an outcome given as a name ("win"/"draw"/"loss") or as +1/0/-1."""
+    if isinstance(outcome, str):
+        if outcome in _BY_NAME:
+            return _BY_NAME[outcome]
+    elif isinstance(outcome, numbers.Real) and not isinstance(outcome, bool | np.bool_):
+        if float(outcome) in (1.0, 0.0, -1.0):
+            return int(outcome)
+    raise ValueError(f"outcome {outcome!r} is not one of 'win', 'draw', 'loss', 1, 0, -1")
 
 
 class PayoffTable:

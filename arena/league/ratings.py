@@ -13,7 +13,7 @@ from statistics import NormalDist
 
 import trueskill
 
-from arena.league.outcome import DRAW, WIN, OutcomeLike, parse_outcome
+from arena.league.payoff import DRAW, WIN, OutcomeLike, parse_outcome
 
 DEFAULT_MU = 25.0
 

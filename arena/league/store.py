@@ -24,8 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.league.outcome import OutcomeLike, parse_outcome
-from arena.league.payoff import PayoffTable
+from arena.league.payoff import OutcomeLike, PayoffTable, parse_outcome
 from arena.league.players import Player
 
 log = logging.getLogger(__name__)

@@ -51,14 +51,13 @@ from arena.league.exploiters import MainExploiterChooser, current_generation, ex
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
 from arena.league.guard import GuardCounts, best_snapshot, guard_score, rejects
 from arena.league.league import League
-from arena.league.learner import LeagueLearner, LeagueTrainer, freeze_policy, snapshot_state
+from arena.league.learner import LeagueLearner, LeagueMatchmaker, LeagueTrainer, freeze_policy, snapshot_state
 from arena.league.matchmaking import UpdateMatchmaker
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
 from arena.league.ratings import TwoTeamRatings
 from arena.league.snapshots import SnapshotGate, load_snapshot, verify_snapshot
 from arena.league.timing import LeagueTimer
-from arena.league.trainer_link import LeagueMatchmaker
 from arena.trainer.events import UpdateFinished, UpdateListener
 
 logger = logging.getLogger(__name__)
