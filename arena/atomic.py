@@ -1,7 +1,9 @@
-"""Files the user asked for appear whole or not at all: written beside the target, then renamed."""
+"""Files the user asked for appear whole or not at all (written beside the target, then renamed), and
+the sha256 that proves a file is the one recorded."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -31,3 +33,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

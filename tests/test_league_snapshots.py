@@ -115,3 +115,40 @@ def test_gate_rejects_bad_settings(kwargs, message):
 def test_gate_rejects_bad_win_rates():
     with pytest.raises(ValueError, match="win rate against 'a'"):
         SnapshotGate(beat_all_threshold=0.5).should_snapshot(5, 0, {"a": (1.5, 10)})
+
+
+def test_another_rank_loads_a_snapshot_only_when_its_bytes_are_the_ones_the_league_recorded(tmp_path):
+    import torch
+
+    from arena.agents.policy import Policy
+    from arena.league import League, Player
+    from arena.league.learner import freeze_policy, snapshot_state
+    from arena.league.player_cache import PlayerCache
+    from arena.league.training import LeagueMatchmaker
+    from arena.trainer.opponents import Opponents
+    from arena.trainer.snapshot_copies import PlayerFile, SnapshotCopies
+
+    league = League.open(tmp_path)
+    league.add_player(Player("learner", "learner"))
+    policy = Policy(9, [3], hidden_size=8, lstm_size=8)
+    player = freeze_policy(league, tmp_path, "learner", policy, step=10)
+    matchmaker = LeagueMatchmaker(league, "learner", chooser=None,  # type: ignore[arg-type]
+                                  cache=PlayerCache(league.pool, tmp_path, owner="learner"))
+    source = matchmaker.source_of(player.player_id)  # what rank 0 sends the other ranks
+    assert source == PlayerFile(str(tmp_path / player.path), player.sha256)
+    assert matchmaker.source_of("scripted:cycle") is None
+
+    opponents = Opponents(num_envs=2, team_sizes=(1, 1), game="rpsw")
+    copies = SnapshotCopies(capacity=4)
+    copies.use(opponents, player.player_id, source)
+    assert opponents.has_player(player.player_id)
+
+    # The same file name with other weights (a snapshot replaced behind the league's back): refused.
+    file = tmp_path / player.path
+    os.chmod(file, 0o644)
+    torch.manual_seed(1)
+    torch.save(snapshot_state(Policy(9, [3], hidden_size=8, lstm_size=8)), file)
+    with pytest.raises(ValueError, match=f"sha256 is [0-9a-f]{{64}}, the league recorded {player.sha256}"):
+        SnapshotCopies(capacity=4).use(Opponents(num_envs=2, team_sizes=(1, 1), game="rpsw"),
+                                       player.player_id, source)
+    league.close()

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from arena.atomic import sha256_file
+
 LstmState = tuple[Tensor, Tensor]
 Logits = list[Tensor] | Tensor
 
@@ -378,12 +380,20 @@ def read_torch_file(
         raise error(f"{what} {path} is corrupted or not a torch file: {exc}{tail}") from exc
 
 
-def load_policy(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> Policy:
+def load_policy(path: str | os.PathLike[str], device: str | torch.device = "cpu", *,
+                sha256: str | None = None) -> Policy:
     """A frozen policy (eval mode, no gradients) from a checkpoint or snapshot file.
 
-    Raises ``FileNotFoundError`` or ``ValueError`` naming the path when it is missing or unreadable.
+    Raises ``FileNotFoundError`` or ``ValueError`` naming the path when it is missing or unreadable;
+    with ``sha256`` (a league snapshot's recorded hash), ``ValueError`` naming both hashes when the
+    file's bytes are not the ones recorded, before anything is read from it.
     """
     path = os.fspath(path)
+    if sha256 is not None and os.path.isfile(path):
+        actual = sha256_file(path)
+        if actual != sha256:
+            raise ValueError(f"policy file {path} is corrupted or was replaced: its sha256 is {actual}, "
+                             f"the league recorded {sha256}")
     payload = read_torch_file(path, device, what="policy file", error=ValueError)
     policy = policy_from_payload(payload, source=f"policy file {path}").to(device)
     policy.eval()

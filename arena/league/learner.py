@@ -46,6 +46,7 @@ from arena.league.players import Player, snapshot_id
 from arena.league.snapshots import SnapshotGate, write_snapshot
 from arena.league.timing import LeagueTimer
 from arena.trainer.events import MatchesEnded, UpdateFinished, UpdateListener
+from arena.trainer.snapshot_copies import PlayerFile
 
 logger = logging.getLogger(__name__)
 
@@ -128,16 +129,17 @@ class LeagueMatchmaker:
                                          learner_step=step, checkpoints=tags)
                 self.matches_recorded += 1
 
-    def source_of(self, player_id: str) -> str | None:
+    def source_of(self, player_id: str) -> PlayerFile | None:
         """Where another rank of a data-parallel run loads ``player_id`` from: a frozen snapshot's
-        file; None for the ids ``Opponents`` builds itself (scripted bots, the learner as ``mirror``)."""
+        file and its recorded sha256 (the rank refuses other bytes); None for the ids ``Opponents``
+        builds itself (scripted bots, the learner as ``mirror``)."""
         if parse_player(player_id).kind in ("mirror", "scripted"):
             return None
         player = self.league.pool.get(player_id)
         if player.path is None:
             raise ValueError(f"player {player_id!r} ({player.kind}) plays with live weights, which only "
                              "rank 0 holds: a data-parallel run can play frozen snapshots and scripted bots")
-        return str(snapshot_file(self.cache.run_dir, player))
+        return PlayerFile(str(snapshot_file(self.cache.run_dir, player)), player.sha256)
 
     def assigned(self) -> set[str]:
         """League ids of the players assigned to some env now."""

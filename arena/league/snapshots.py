@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-_CHUNK = 1 << 20
-
+from arena.atomic import sha256_file
 
 RESTORE_ADVICE = ("restore that file from a backup: arena writes a snapshot once and never changes it, and "
                   "the league cannot play or rate this player until its file is back (arena changed nothing)")
@@ -25,15 +24,6 @@ RESTORE_ADVICE = ("restore that file from a backup: arena writes a snapshot once
 
 class SnapshotIntegrityError(ValueError):
     """A snapshot file's content does not match the sha256 the league recorded for it."""
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def write_snapshot(path: str | os.PathLike[str], data: bytes | Mapping[str, Any]) -> str:

@@ -19,7 +19,7 @@ import numpy as np
 
 from arena.trainer.distributed import Collective, Shard
 from arena.trainer.events import MatchesEnded, Matchmaker
-from arena.trainer.snapshot_copies import SnapshotCopies
+from arena.trainer.snapshot_copies import PlayerFile, SnapshotCopies
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +36,12 @@ class SharedMatchmaker:
         shard: Shard,
         inner: Matchmaker | None,
         *,
-        source_of: Callable[[str], str | None] | None = None,
+        source_of: Callable[[str], PlayerFile | None] | None = None,
         capacity: int = 64,
     ) -> None:
         """``inner``: the run's matchmaker on rank 0 (ignored elsewhere). ``source_of(player_id)``
-        (rank 0): the file other ranks load a player from, or None for the ids ``Opponents`` builds
-        itself (``mirror``, ``scripted:NAME``, ``checkpoint:PATH``)."""
+        (rank 0): the file other ranks load a player from, with its sha256, or None for the ids
+        ``Opponents`` builds itself (``mirror``, ``scripted:NAME``, ``checkpoint:PATH``)."""
         if collective.is_main and inner is None:
             raise ValueError("rank 0 of a data-parallel run needs the run's matchmaker")
         self.collective_group, self.shard = collective, shard
@@ -49,7 +49,7 @@ class SharedMatchmaker:
         self.source_of = source_of if source_of is not None else getattr(self.inner, "source_of", None)
         self.copies = SnapshotCopies(capacity)  # players loaded from files (other ranks)
         self.names: list[str] = []  # every player id sent so far, by code
-        self.sources: dict[str, str] = {}  # of the players loaded from files
+        self.sources: dict[str, PlayerFile] = {}  # of the players loaded from files
         self.opponents: Any = None
 
     def bind(self, opponents: Any) -> None:
@@ -69,7 +69,7 @@ class SharedMatchmaker:
 
         every = group.cat(torch.from_numpy(message).unsqueeze(0)).numpy()  # [ranks, 3, n]
         codes = np.full(shard.world * shard.num_envs, -1, dtype=np.int64)
-        new: list[tuple[str, str | None]] = []
+        new: list[tuple[str, PlayerFile | None]] = []
         if group.is_main:
             asked = every[:, 0, :] >= 0
             ids, results, lengths = every[:, 0, :][asked], every[:, 1, :][asked], every[:, 2, :][asked]

@@ -9,7 +9,15 @@ it holds more than ``capacity``; a released player is loaded again when it is pi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class PlayerFile(NamedTuple):
+    """Where a rank loads a player from: the snapshot file, and the sha256 the league recorded for it
+    (None for a file the league does not hash); a file whose bytes differ is refused."""
+
+    path: str
+    sha256: str | None = None
 
 
 class SnapshotCopies:
@@ -23,13 +31,14 @@ class SnapshotCopies:
         """Forgets every copy (after binding to fresh ``Opponents``)."""
         self.loaded = []
 
-    def use(self, opponents: Any, name: str, source: str) -> None:
-        """Makes ``name`` playable from its file ``source`` (loading it unless ``opponents`` has it)
-        and marks it the most recently used."""
+    def use(self, opponents: Any, name: str, source: PlayerFile) -> None:
+        """Makes ``name`` playable from its file ``source`` (loading it, checked against its sha256,
+        unless ``opponents`` has it) and marks it the most recently used."""
         from arena.agents.policy import load_policy
 
         if not opponents.has_player(name):
-            opponents.add_player(name, load_policy(source, device=opponents.device))
+            policy = load_policy(source.path, device=opponents.device, sha256=source.sha256)
+            opponents.add_player(name, policy)
             self.loaded.append(name)
         elif name in self.loaded:
             self.loaded.remove(name)
