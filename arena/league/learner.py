@@ -221,8 +221,10 @@ class LeagueTrainer(Protocol):
     global_step: int
     checkpoints_written: int
     policy: Any  # arena.agents.policy.Policy
-    config: Any  # TrainerConfig: num_threads for the gauntlet
+    config: Any  # TrainerConfig: num_threads for the gauntlet; an exploiter's settings start from it
+    policy_config: Any  # PolicyConfig: an exploiter's network is built like the main learner's
     env_spec: dict[str, Any]  # the env's overrides, for the gauntlet's games
+    collective: Any  # None outside a data-parallel run (the guard is off in one)
 
     @property
     def done(self) -> bool: ...

@@ -344,7 +344,7 @@ class LeagueRun:
     def _guarding(self) -> bool:
         if self.gauntlet is None or not self.config.gauntlet.guard:
             return False
-        if self.main is not None and getattr(self.main.trainer, "collective", None) is not None:
+        if self.main is not None and self.main.trainer.collective is not None:
             if not self._guard_warned:
                 logger.warning("league.gauntlet.guard is off in a data-parallel run: a restore on rank 0 "
                                "would leave the other ranks' weights behind")

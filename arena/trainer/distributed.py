@@ -162,4 +162,23 @@ class Collective:
         if dist.is_initialized() and self.group is None:
             if wait:
                 dist.barrier()
+                _all_through_barrier(self.rank, self.world)
             dist.destroy_process_group()
+
+
+def _all_through_barrier(rank: int, world: int) -> None:
+    """Returns once every rank is through the closing barrier. A rank returns from a barrier while
+    its last message may still be on its way to another rank, and tearing the connections down then
+    aborts that rank (gloo: "terminate called without an active exception"). Each rank marks its
+    return in the run's rendezvous store and waits for every mark: after that no barrier message is
+    in flight. A store whose host already left (every rank was through by then) is not an error."""
+    from datetime import timedelta
+
+    from torch.distributed import distributed_c10d
+
+    try:
+        store = distributed_c10d._get_default_store()
+        store.set(f"arena/closing/{rank}", "1")
+        store.wait([f"arena/closing/{r}" for r in range(world)], timedelta(seconds=60))
+    except Exception as exc:  # the store's host left once every mark was set, or it is unreachable
+        logger.debug("closing the process group: %s", exc)
