@@ -42,3 +42,17 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+class SnapshotIntegrityError(ValueError):
+    """A snapshot file's content does not match the sha256 the league recorded for it."""
+
+
+def verify_sha256(path: str | os.PathLike[str], sha256: str, *, what: str, advice: str = "") -> None:
+    """Raises ``SnapshotIntegrityError`` naming ``what``, the path and both hashes (then ``advice``)
+    unless the file's sha256 is ``sha256``."""
+    actual = sha256_file(path)
+    if actual != sha256:
+        tail = f"; {advice}" if advice else ""
+        raise SnapshotIntegrityError(f"{what} {path} is corrupted or was replaced: its sha256 is {actual}, "
+                                     f"the league recorded {sha256}{tail}")

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from arena.atomic import sha256_file
+from arena.atomic import verify_sha256
 
 LstmState = tuple[Tensor, Tensor]
 Logits = list[Tensor] | Tensor
@@ -390,10 +390,7 @@ def load_policy(path: str | os.PathLike[str], device: str | torch.device = "cpu"
     """
     path = os.fspath(path)
     if sha256 is not None and os.path.isfile(path):
-        actual = sha256_file(path)
-        if actual != sha256:
-            raise ValueError(f"policy file {path} is corrupted or was replaced: its sha256 is {actual}, "
-                             f"the league recorded {sha256}")
+        verify_sha256(path, sha256, what="policy file")
     payload = read_torch_file(path, device, what="policy file", error=ValueError)
     policy = policy_from_payload(payload, source=f"policy file {path}").to(device)
     policy.eval()

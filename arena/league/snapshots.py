@@ -16,14 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arena.atomic import sha256_file
+from arena.atomic import SnapshotIntegrityError as SnapshotIntegrityError  # the league names it here too
+from arena.atomic import sha256_file, verify_sha256
 
 RESTORE_ADVICE = ("restore that file from a backup: arena writes a snapshot once and never changes it, and "
                   "the league cannot play or rate this player until its file is back (arena changed nothing)")
-
-
-class SnapshotIntegrityError(ValueError):
-    """A snapshot file's content does not match the sha256 the league recorded for it."""
 
 
 def write_snapshot(path: str | os.PathLike[str], data: bytes | Mapping[str, Any]) -> str:
@@ -82,12 +79,7 @@ def verify_snapshot(path: str | os.PathLike[str], sha256: str) -> None:
     if not path.is_file():
         raise FileNotFoundError(f"snapshot file {path} does not exist (the league recorded sha256 {sha256}); "
                                 f"{RESTORE_ADVICE}")
-    actual = sha256_file(path)
-    if actual != sha256:
-        raise SnapshotIntegrityError(
-            f"snapshot {path} is corrupted or was replaced: its sha256 is {actual}, "
-            f"the league recorded {sha256}; {RESTORE_ADVICE}"
-        )
+    verify_sha256(path, sha256, what="snapshot", advice=RESTORE_ADVICE)
 
 
 def load_snapshot(path: str | os.PathLike[str], sha256: str, map_location: str = "cpu") -> Any:
