@@ -24,6 +24,7 @@ def test_the_defaults_are_valid() -> None:
         ("minibatch_size", 1000, "minibatch_size=1000 must be a multiple"),
         ("overlap", "yes", "overlap='yes' must be true or false"),
         ("torch_threads", 0, "torch_threads=0"),
+        ("lr_anneal_power", 0.0, "lr_anneal_power=0.0 is out of range"),
     ],
 )
 def test_a_bad_value_fails_naming_the_field(field: str, value: object, message: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from arena.trainer.config import PolicyConfig, TrainerConfig
@@ -56,3 +57,20 @@ def test_the_learner_beats_the_cycle_bot_by_reading_its_last_throw() -> None:
     # no fixed throw distribution wins this often: the learner must predict the next throw from the obs
     assert win_rate > 0.9, win_rate
     trainer.close()
+
+
+def test_the_learning_rate_anneals_by_the_configured_power_of_the_samples_left() -> None:
+    config = TrainerConfig(
+        num_envs=64, num_threads=1, torch_threads=1, total_timesteps=4096, bptt_horizon=16,
+        rollout_steps=16, minibatch_size=256, learning_rate=1e-3, lr_anneal_power=2.0,
+    )
+    trainer = PPOTrainer(config, PolicyConfig(hidden_size=16, lstm_size=16), game="rpsw",
+                         matchmaker=FixedMix("scripted:random"))
+    seen = []
+    while not trainer.done:
+        trainer.evaluate()
+        seen.append((trainer.global_step - 1024, trainer.train()["learning_rate"]))
+        trainer.mean_and_log()
+    assert [step for step, _ in seen] == [0, 1024, 2048, 3072]
+    for step, lr in seen:
+        assert lr == pytest.approx(1e-3 * (1 - step / 4096) ** 2)

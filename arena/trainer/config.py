@@ -54,6 +54,9 @@ class TrainerConfig:
     update_epochs: int = 1
     learning_rate: float = 3e-4
     anneal_lr: bool = True
+    # the annealed rate: learning_rate * (1 - progress) ** lr_anneal_power, progress = samples / total
+    # (1: linear, CleanRL's; 2: the rate falls faster and the run spends longer at small steps)
+    lr_anneal_power: float = 1.0
     adam_eps: float = 1e-5
     gamma: float = 0.99
     gae_lambda: float = 0.95
@@ -115,6 +118,7 @@ class TrainerConfig:
                 f"bptt_horizon={self.bptt_horizon} (minibatches are made of whole segments)"
             )
         _require_float(self, "learning_rate", low=0.0, low_open=True)
+        _require_float(self, "lr_anneal_power", low=0.0, low_open=True)
         _require_float(self, "adam_eps", low=0.0, low_open=True)
         _require_float(self, "gamma", low=0.0, high=1.0)
         _require_float(self, "gae_lambda", low=0.0, high=1.0)

@@ -217,7 +217,8 @@ class PPOTrainer:
         cfg = self.config
         if not cfg.anneal_lr:
             return cfg.learning_rate
-        return cfg.learning_rate * max(0.0, 1.0 - self._steps_before_batch / cfg.total_timesteps)
+        left = max(0.0, 1.0 - self._steps_before_batch / cfg.total_timesteps)
+        return cfg.learning_rate * left**cfg.lr_anneal_power
 
     def evaluate(self) -> int:
         """Collects one rollout of ``rollout_steps`` steps per row; returns the learner samples."""
