@@ -83,10 +83,10 @@ def always(policy: Policy, throw: str) -> None:
         policy.actor.bias[THROWS.index(throw)] = 30.0
 
 
-def open_run(tmp_path, **gauntlet) -> tuple[LeagueRun, PPOTrainer]:
+def open_run(tmp_path, learner_checkpoints: int = 0, **gauntlet) -> tuple[LeagueRun, PPOTrainer]:
     config = json.loads(json.dumps(GUARDED))
     config["gauntlet"].update(gauntlet)
-    run = LeagueRun(league_config(config), tmp_path, game="rpsw")
+    run = LeagueRun(league_config(config), tmp_path, game="rpsw", learner_checkpoints=learner_checkpoints)
     trainer = rpsw_trainer(tmp_path, run.matchmaker())
     run.attach(trainer)
     return run, trainer
@@ -209,12 +209,32 @@ def test_a_resumed_run_judges_against_the_best_snapshot_in_the_store(tmp_path):
     snapshot_after(run, trainer, "paper")
     _, _, metrics = snapshot_after(run, trainer, "scissors")  # the first rejection in a row
     assert metrics["league/guard_restores"] == 0.0
+    trainer.save()  # the process ends with its checkpoint (its 1st), as python -m arena.train does
     trainer.close()
     run.close()
-    run, trainer = open_run(tmp_path, guard_patience=2)  # a new process: the best and the count of
-    # rejections in a row are read back from the league store
+    run, trainer = open_run(tmp_path, learner_checkpoints=1, guard_patience=2)  # a new process: the
+    # best and the count of rejections in a row are read back from the league store
     _, score, metrics = snapshot_after(run, trainer, "scissors", rollouts=3)  # past the last snapshot's step
     assert score == 1.0 and metrics["league/guard_restores"] == 1.0  # the second rejection in a row
+    trainer.close()
+    run.close()
+
+
+def test_a_learner_resumed_from_an_older_checkpoint_takes_back_the_guard_counts_it_had_then(tmp_path):
+    run, trainer = open_run(tmp_path, guard_patience=3)
+    snapshot_after(run, trainer, "paper")  # accepted
+    trainer.save()  # checkpoint 1: the learner that throws paper, no rejection yet
+    snapshot_after(run, trainer, "scissors")  # rejected: 1 in a row
+    _, _, metrics = snapshot_after(run, trainer, "scissors")  # rejected: 2 in a row
+    assert metrics["league/guard_rejections"] == 2.0
+    trainer.close()  # the process dies before another checkpoint
+    run.close()
+    run, trainer = open_run(tmp_path, learner_checkpoints=1, guard_patience=3)
+    meta = run.league.store.meta()
+    assert (meta["guard_rejections"], meta["guard_rejections_in_a_row"]) == ("0", "0")
+    _, score, metrics = snapshot_after(run, trainer, "scissors", rollouts=4)  # 1 in a row, not 3
+    assert score == 1.0 and metrics["league/guard_rejections"] == 1.0
+    assert metrics["league/guard_restores"] == 0.0  # 3 in a row would have restored it
     trainer.close()
     run.close()
 

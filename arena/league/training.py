@@ -119,6 +119,12 @@ class LeagueRun:
         self._guard_new: dict[str, float] = {}  # the last restore's figures, not yet in the metrics
         self._guard_warned = False
         self._counts: GuardCounts | None = None  # the guard's counts (store meta), once read
+        self._checkpoints_heard: int | None = None  # the main learner's checkpoint count, last heard
+        resumed = GuardCounts.at_checkpoint(self.league.store.meta(), learner_checkpoints)
+        if resumed != self._guard_counts():  # decisions about weights no checkpoint holds are undone
+            logger.warning("the guard's counts go back to those at the learner's checkpoint %d: %s (were %s)",
+                           learner_checkpoints, resumed, self._guard_counts())
+            self._set_guard_counts(resumed)
 
     def _roll_back(self, learner_checkpoints: int) -> dict[str, int]:
         """Before anything reads the league: every learner about to resume (the main learner, and each
@@ -265,6 +271,11 @@ class LeagueRun:
         if self.main is None:
             raise RuntimeError("LeagueRun.on_update() before attach()")
         self.main.heard(event)
+        if event.checkpoints_written != self._checkpoints_heard:  # a checkpoint was written this update,
+            # before this round's guard: record the counts it goes with (see GuardCounts.at_checkpoint)
+            self._checkpoints_heard = event.checkpoints_written
+            self.league.store.set_metas(
+                self._guard_counts().recorded_at(self.league.store.meta(), event.checkpoints_written))
         self.updates += 1
         self._refresh_matchmaking()
         self._sync_live()
