@@ -74,3 +74,4 @@ def test_the_learning_rate_anneals_by_the_configured_power_of_the_samples_left()
     assert [step for step, _ in seen] == [0, 1024, 2048, 3072]
     for step, lr in seen:
         assert lr == pytest.approx(1e-3 * (1 - step / 4096) ** 2)
+    trainer.close()

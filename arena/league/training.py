@@ -120,10 +120,11 @@ class LeagueRun:
         self._guard_warned = False
         self._counts: GuardCounts | None = None  # the guard's counts (store meta), once read
         self._checkpoints_heard: int | None = None  # the main learner's checkpoint count, last heard
-        resumed = GuardCounts.at_checkpoint(self.league.store.meta(), learner_checkpoints)
-        if resumed != self._guard_counts():  # decisions about weights no checkpoint holds are undone
+        meta = self.league.store.meta()
+        resumed, current = GuardCounts.at_checkpoint(meta, learner_checkpoints), GuardCounts.from_meta(meta)
+        if resumed != current:  # decisions about weights no checkpoint holds are undone
             logger.warning("the guard's counts go back to those at the learner's checkpoint %d: %s (were %s)",
-                           learner_checkpoints, resumed, self._guard_counts())
+                           learner_checkpoints, resumed, current)
             self._set_guard_counts(resumed)
 
     def _roll_back(self, learner_checkpoints: int) -> dict[str, int]:
