@@ -52,6 +52,24 @@ def test_the_weight_falls_linearly_to_zero_at_the_last_kickstart_step() -> None:
     assert schedule.coef_at(5000) == 0.0
 
 
+def test_with_an_end_weight_the_pull_falls_to_it_and_stays_for_the_rest_of_the_run() -> None:
+    schedule = KickstartSchedule("scripted:heuristic", coef=1.0, steps=1000, coef_end=0.2)
+    assert schedule.coef_at(0) == 1.0
+    assert schedule.coef_at(500) == pytest.approx(0.6)
+    assert schedule.coef_at(1000) == pytest.approx(0.2)
+    assert schedule.coef_at(10**9) == pytest.approx(0.2)
+
+
+def test_a_teacher_kept_at_an_end_weight_still_labels_and_pulls_after_its_steps() -> None:
+    samples_per_update = 64 * 16
+    t = trainer(kickstart_teacher="scripted:constant", kickstart_coef=1.0, kickstart_steps=samples_per_update,
+                kickstart_coef_end=0.5)
+    later = train(t, 4)[-1]
+    assert later["kickstart_coef"] == 0.5
+    assert later["kickstart_loss"] > 0.0
+    t.close()
+
+
 def test_a_teacher_pulls_the_learner_to_its_throw_and_the_reward_takes_over_after() -> None:
     # Rock is the dominated throw of rpsw: the reward alone drives it out (see test_trainer_learning),
     # so a learner throwing rock most of the time is the teacher's doing.
@@ -86,6 +104,9 @@ def test_without_a_teacher_the_losses_are_exactly_those_of_plain_ppo() -> None:
         ({"kickstart_teacher": "scripted:heuristic", "kickstart_steps": 0}, "kickstart_steps > 0"),
         ({"kickstart_teacher": "scripted:heuristic", "kickstart_steps": 10, "kickstart_coef": -1.0},
          "kickstart_coef"),
+        ({"kickstart_teacher": "scripted:heuristic", "kickstart_steps": 10,
+          "kickstart_coef_end": float("nan")},
+         "kickstart_coef_end"),
     ],
 )
 def test_a_bad_kickstart_setting_is_named(overrides, message) -> None:

@@ -72,10 +72,11 @@ class TrainerConfig:
     norm_adv: bool = True
     compile: bool = False  # torch.compile the policy's step and sequence paths
     overlap: bool = True  # double buffering: simulate half the envs while the policy acts on the other
-    # kickstarting: cross-entropy toward a scripted teacher's actions, weight annealed to 0
+    # kickstarting: cross-entropy toward a scripted teacher's actions, weight annealed to kickstart_coef_end
     kickstart_teacher: str | None = None  # e.g. "scripted:heuristic"; None: off
     kickstart_coef: float = 1.0  # weight of the teacher loss at step 0
-    kickstart_steps: int = 0  # learner samples over which the weight falls linearly to 0
+    kickstart_steps: int = 0  # learner samples over which the weight falls linearly to kickstart_coef_end
+    kickstart_coef_end: float = 0.0  # the weight from kickstart_steps on (0: the teacher leaves)
     checkpoint_interval: int = 0  # samples between checkpoints; 0: not by samples
     # wall-clock minutes between checkpoints; 0: not by time (``python -m arena.train`` defaults to 5)
     checkpoint_minutes: float = 0.0
@@ -98,6 +99,7 @@ class TrainerConfig:
         _require_float(self, "checkpoint_minutes", low=0.0)
         _require_int(self, "kickstart_steps", low=0)
         _require_float(self, "kickstart_coef", low=0.0)
+        _require_float(self, "kickstart_coef_end", low=0.0)
         teacher = self.kickstart_teacher
         if teacher is not None and (not isinstance(teacher, str) or not teacher.startswith(SCRIPTED_PREFIX)):
             raise ValueError(
@@ -106,7 +108,7 @@ class TrainerConfig:
         if teacher is not None and self.kickstart_steps == 0:
             raise ValueError(
                 f"kickstart_teacher={teacher!r} needs kickstart_steps > 0 (the steps over which its "
-                f"weight falls to 0)"
+                f"weight falls to kickstart_coef_end)"
             )
         if self.rollout_steps % self.bptt_horizon:
             raise ValueError(

@@ -5,9 +5,10 @@ started from imitation in the same spirit).
 The teacher labels the learner's own observations (on-policy distillation): at every update the
 teacher acts on every stored observation of the rollout, and the loss is the cross-entropy of the
 learner's action distribution against the teacher's action, summed over the action dimensions and
-averaged over learner steps. Its weight falls linearly from ``coef`` at step 0 to 0 at ``steps``
-learner samples; past that the teacher is not consulted at all, so what the learner keeps is only
-what the reward says is worth keeping.
+averaged over learner steps. Its weight falls linearly from ``coef`` at step 0 to ``coef_end`` (0 by
+default) at ``steps`` learner samples and stays there. At 0 the teacher is no longer consulted, so what
+the learner keeps is only what the reward says is worth keeping; above 0 the pull stays for the whole
+run, as AlphaStar kept a KL term toward its supervised policy throughout reinforcement learning.
 
 Teachers are scripted bots (stateless: they read only the observation, so the stored observations
 are all they need). A teacher that draws random actions is seeded from the update number, so a
@@ -29,16 +30,19 @@ from arena.agents.scripted import ScriptedAgent, make_scripted
 
 @dataclass(frozen=True)
 class KickstartSchedule:
-    """The teacher (``scripted:<bot>``), the loss weight at step 0 and the step where it reaches 0."""
+    """The teacher (``scripted:<bot>``), the loss weight at step 0, the step where it reaches
+    ``coef_end`` and the weight kept from there on."""
 
     teacher: str
     coef: float
     steps: int
+    coef_end: float = 0.0
 
     def coef_at(self, global_step: int) -> float:
         if self.steps <= 0:
-            return 0.0
-        return self.coef * max(0.0, 1.0 - global_step / self.steps)
+            return self.coef_end
+        left = max(0.0, 1.0 - global_step / self.steps)
+        return self.coef_end + (self.coef - self.coef_end) * left
 
 
 class Kickstart:

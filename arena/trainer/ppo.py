@@ -152,7 +152,8 @@ class PPOTrainer:
         self.kickstart: Kickstart | None = None
         if cfg.kickstart_teacher is not None:
             self.kickstart = Kickstart(
-                KickstartSchedule(cfg.kickstart_teacher, cfg.kickstart_coef, cfg.kickstart_steps),
+                KickstartSchedule(cfg.kickstart_teacher, cfg.kickstart_coef, cfg.kickstart_steps,
+                                  cfg.kickstart_coef_end),
                 game, self.env.team_sizes, self.env.params, seed=cfg.seed,
             )
         self.stats = RolloutStats()
