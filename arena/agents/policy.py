@@ -116,12 +116,13 @@ class Policy(nn.Module):
         encoder_layers: int = 1,
         action_prior: Sequence[Sequence[float]] | None = None,
         action_mask: Sequence[int] | None = None,
+        value_heads: int = 1,
     ) -> None:
         super().__init__()
-        if obs_dim < 1 or hidden_size < 1 or lstm_size < 1 or encoder_layers < 1:
+        if obs_dim < 1 or hidden_size < 1 or lstm_size < 1 or encoder_layers < 1 or value_heads < 1:
             raise ValueError(
-                f"obs_dim, hidden_size, lstm_size and encoder_layers must be >= 1, got {obs_dim}, "
-                f"{hidden_size}, {lstm_size}, {encoder_layers}"
+                f"obs_dim, hidden_size, lstm_size, encoder_layers and value_heads must be >= 1, got "
+                f"{obs_dim}, {hidden_size}, {lstm_size}, {encoder_layers}, {value_heads}"
             )
         if len(action_nvec) < 1 or any(int(n) < 1 for n in action_nvec):
             raise ValueError(f"action_nvec must be a non-empty list of sizes >= 1, got {list(action_nvec)}")
@@ -129,6 +130,7 @@ class Policy(nn.Module):
         self.action_nvec = [int(n) for n in action_nvec]
         self.action_mask = _check_mask(action_mask, self.obs_dim, sum(self.action_nvec))
         self.hidden_size, self.lstm_size, self.encoder_layers = hidden_size, lstm_size, encoder_layers
+        self.value_heads = int(value_heads)
         layers: list[nn.Module] = []
         width = self.obs_dim
         for _ in range(encoder_layers):
@@ -137,7 +139,7 @@ class Policy(nn.Module):
         self.encoder = nn.Sequential(*layers)
         self.lstm = nn.LSTMCell(hidden_size, lstm_size)
         self.actor = nn.Linear(lstm_size, sum(self.action_nvec))
-        self.critic = nn.Linear(lstm_size, 1)
+        self.critic = nn.Linear(lstm_size, self.value_heads)  # one value per opponent class (see _value)
         self.heads = MultiDiscreteHeads(self.action_nvec)
         self._init_weights()  # last: after nn.LSTMCell's own reset_parameters
         if action_prior is not None:
@@ -189,6 +191,7 @@ class Policy(nn.Module):
             "lstm_size": self.lstm_size,
             "encoder_layers": self.encoder_layers,
             "action_mask": None if self.action_mask is None else list(self.action_mask),
+            "value_heads": self.value_heads,
         }
 
     def actor_head_weights(self) -> list[Tensor]:
@@ -205,24 +208,25 @@ class Policy(nn.Module):
     # ------------------------------------------------------------------ forward paths
 
     def forward_step(
-        self, obs: Tensor, state: LstmState, episode_start: Tensor
+        self, obs: Tensor, state: LstmState, episode_start: Tensor, value_class: Tensor | None = None
     ) -> tuple[list[Tensor], Tensor, LstmState]:
         """One decision for ``n`` rows: ``(logits per head [n, k_d], value [n], new state)``.
 
         ``state`` is each row's state after its previous step; rows with ``episode_start`` begin
-        from a zero state.
+        from a zero state. ``value_class`` (int64 [n]) picks each row's value head (see ``_value``).
         """
         keep = (~episode_start.bool()).unsqueeze(-1).to(obs.dtype)
         h, c = self._lstm_step(self.encoder(obs), (state[0] * keep, state[1] * keep))
-        return self._split(self.mask_logits(self.actor(h), obs)), self.critic(h).squeeze(-1), (h, c)
+        return self._split(self.mask_logits(self.actor(h), obs)), self._value(h, value_class), (h, c)
 
     def forward_sequence(
-        self, obs: Tensor, state: LstmState, episode_starts: Tensor
+        self, obs: Tensor, state: LstmState, episode_starts: Tensor, value_class: Tensor | None = None
     ) -> tuple[list[Tensor], Tensor]:
         """Segments of ``T`` steps for ``n`` rows: ``(logits per head [n, T, k_d], values [n, T])``.
 
         ``state`` is the state at each segment's start; it is zeroed wherever ``episode_starts``
         is set, mid-segment included, exactly as ``forward_step`` does step by step.
+        ``value_class`` (int64 [n, T]) picks each step's value head (see ``_value``).
         """
         n, steps = obs.shape[0], obs.shape[1]
         x = self.encoder(obs.reshape(n * steps, -1)).view(n, steps, -1)
@@ -240,7 +244,21 @@ class Policy(nn.Module):
             outs.append(h)
         hs = torch.stack(outs, dim=1).reshape(n * steps, -1)
         logits = self.mask_logits(self.actor(hs).view(n, steps, -1), obs)
-        return self._split(logits), self.critic(hs).view(n, steps)
+        classes = None if value_class is None else value_class.reshape(n * steps)
+        return self._split(logits), self._value(hs, classes).view(n, steps)
+
+    def _value(self, h: Tensor, value_class: Tensor | None) -> Tensor:
+        """The critic's value of LSTM outputs ``h`` ``[m, lstm_size]``: head ``value_class[i]`` for row
+        ``i``, head 0 for every row without ``value_class``.
+
+        A policy trained against a mix of opponents (a league) can keep one value head per class of
+        opponent (``PolicyConfig.critic_per_opponent``): the trainer knows whom each match is
+        against, the actor does not, so the critic's baseline no longer averages a match it is
+        likely to lose with one it is likely to win. Only the actor acts; the heads are for training."""
+        values = self.critic(h)
+        if value_class is None or self.value_heads == 1:
+            return values[..., 0]
+        return values.gather(-1, value_class.unsqueeze(-1)).squeeze(-1)
 
     def mask_logits(self, flat: Tensor, obs: Tensor) -> Tensor:
         """The heads' logits (``[..., sum(action_nvec)]``) with every illegal action's set to
@@ -272,9 +290,11 @@ class Policy(nn.Module):
         """The encoder's linear layers in order (each followed by a ReLU)."""
         return [layer for layer in self.encoder if isinstance(layer, nn.Linear)]
 
-    def value_step(self, obs: Tensor, state: LstmState, episode_start: Tensor) -> Tensor:
+    def value_step(
+        self, obs: Tensor, state: LstmState, episode_start: Tensor, value_class: Tensor | None = None
+    ) -> Tensor:
         """The critic's value of one observation per row (e.g. a final observation to bootstrap)."""
-        return self.forward_step(obs, state, episode_start)[1]
+        return self.forward_step(obs, state, episode_start, value_class)[1]
 
     # ------------------------------------------------------------------ action distribution
 

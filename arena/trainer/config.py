@@ -31,6 +31,10 @@ class PolicyConfig:
     # Per action head, the probabilities a fresh policy acts with (None: uniform). The game presets
     # set it: midrange fires rarely at first, so a fresh policy keeps missiles for closer range.
     action_prior: list[list[float]] | None = None
+    # One critic value per class of opponent (mirror, frozen policies, each scripted bot of the game):
+    # the trainer tells the critic whom each match is against, which the actor never sees
+    # (``Policy._value``). False: one value for every opponent.
+    critic_per_opponent: bool = False
 
     def validate(self) -> PolicyConfig:
         for name in ("hidden_size", "lstm_size", "encoder_layers"):

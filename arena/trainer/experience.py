@@ -35,6 +35,7 @@ class Minibatch:
     learner_mask: Tensor
     state: tuple[Tensor, Tensor]  # LSTM (h, c) at each segment's start, [segments, lstm_size]
     teacher_actions: Tensor | None = None  # a kickstarting teacher's actions, when there is one
+    value_class: Tensor | None = None  # each step's opponent class, the critic's head (int64)
 
 
 class Experience:
@@ -74,6 +75,7 @@ class Experience:
         self.truncations = zeros(dtype=torch.bool)
         self.episode_starts = zeros(dtype=torch.bool)
         self.learner_mask = zeros(dtype=torch.bool)
+        self.value_class = zeros(dtype=torch.int64)  # the class of each row's opponent (Policy._value)
         # LSTM state at each segment start, [segments_per_row, rows, lstm_size]
         self.state_h = torch.zeros(self.segments_per_row, rows, lstm_size, device=device)
         self.state_c = torch.zeros(self.segments_per_row, rows, lstm_size, device=device)
@@ -160,6 +162,7 @@ class Experience:
             learner_mask=pick(self.learner_mask),
             state=(self.state_h[block, row], self.state_c[block, row]),
             teacher_actions=None if teacher_actions is None else pick(teacher_actions),
+            value_class=pick(self.value_class),
         )
 
     def row_major(self, x: Tensor) -> Tensor:

@@ -36,11 +36,21 @@ from torch import Tensor
 
 from arena.agents.frozen import FrozenPolicies
 from arena.agents.grouped import ArchitectureKey, architecture_key
-from arena.agents.players import MIRROR, Agent, parse_player
+from arena.agents.players import MIRROR, SCRIPTED_PREFIX, Agent, parse_player
 from arena.agents.policy import Policy, load_policy
 from arena.trainer.events import MatchesEnded, Matchmaker
 
 logger = logging.getLogger(__name__)
+
+FROZEN_POLICIES = "policy"  # the value class of every frozen policy (snapshots, checkpoints, exploiters)
+
+
+def opponent_value_classes(game: str) -> list[str]:
+    """The opponent classes a critic with one value per opponent tells apart in ``game``, in head
+    order: the learner itself (mirror), frozen policies, then each of the game's scripted bots."""
+    from arena.agents.scripted import SCRIPTED_BOTS
+
+    return [MIRROR, FROZEN_POLICIES] + [f"{SCRIPTED_PREFIX}{name}" for name in SCRIPTED_BOTS[game]]
 
 
 
@@ -138,7 +148,11 @@ class Opponents:
         seed: int = 0,
         params: Mapping[str, Any] | None = None,
         learner_step: Callable[[], int] | None = None,
+        value_classes: Sequence[str] | None = None,
     ) -> None:
+        """``value_classes``: the opponent classes of a critic with one value per class
+        (``opponent_value_classes``); ``value_class_of_row`` then gives each row's (a player of
+        none of the named classes is a frozen policy's class). None: class 0 for every row."""
         self.num_envs, self.team_sizes, self.game = num_envs, tuple(team_sizes), game
         self.learner_step = learner_step if learner_step is not None else (lambda: 0)
         self.params = dict(params or {})  # the game's parameter values (the scripted bots' layout)
@@ -153,6 +167,11 @@ class Opponents:
         slot_team = np.array([0] * team_sizes[0] + [1] * team_sizes[1], dtype=bool)
         self._team1_row = np.tile(slot_team, num_envs)
         self.learner_row_mask = np.ones(self.rows, dtype=bool)  # updated with the assignment
+        self.value_classes = list(value_classes) if value_classes is not None else [MIRROR]
+        if self.value_classes[0] != MIRROR or len(set(self.value_classes)) != len(self.value_classes):
+            raise ValueError(f"value_classes must start with {MIRROR!r} and name each class once, "
+                             f"got {self.value_classes}")
+        self.value_class_of_row = np.zeros(self.rows, dtype=np.int64)  # updated with the assignment
         self._groups: dict[tuple[int, int], RowGroups] = {}
         self.frozen = FrozenPolicies(self.rows, self.device)  # every frozen policy, one state per row
         if callable(getattr(self.matchmaker, "bind", None)):
@@ -257,14 +276,26 @@ class Opponents:
         if len(env_ids) == 0:
             return
         names, inverse = np.unique(np.asarray(player_ids, dtype=object).astype(str), return_inverse=True)
-        index = np.array([self.player_index(str(n)) for n in names], dtype=np.int64)[inverse]
+        unique = [self.player_index(str(n)) for n in names]
+        index = np.array(unique, dtype=np.int64)[inverse]
         if np.array_equal(self.player_of_env[env_ids], index):
             return
         self.player_of_env[env_ids] = index
         rows = (env_ids[:, None] * self.agents_per_env + np.arange(self.agents_per_env)).ravel()
         mirror = np.repeat(index == 0, self.agents_per_env)
         self.learner_row_mask[rows] = ~self._team1_row[rows] | mirror
+        classes = np.array([self.value_class(i) for i in unique], dtype=np.int64)[inverse]
+        self.value_class_of_row[rows] = np.repeat(classes, self.agents_per_env)
         self._groups.clear()
+
+    def value_class(self, index: int) -> int:
+        """The value class (index into ``value_classes``) of the player at ``index``."""
+        player_id = self.players[index].player_id
+        if player_id in self.value_classes:
+            return self.value_classes.index(player_id)
+        if FROZEN_POLICIES in self.value_classes:
+            return self.value_classes.index(FROZEN_POLICIES)
+        return 0
 
     # ------------------------------------------------------------------ rows and inference
 

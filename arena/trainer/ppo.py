@@ -54,7 +54,7 @@ from arena.trainer.events import Matchmaker, UpdateFinished, UpdateListener
 from arena.trainer.experience import Experience, Minibatch
 from arena.trainer.kickstart import Kickstart, KickstartSchedule
 from arena.trainer.metric_names import sb3_metrics
-from arena.trainer.opponents import FixedMix, Opponents
+from arena.trainer.opponents import FixedMix, Opponents, opponent_value_classes
 from arena.trainer.rollout import RewardFn, Rollout
 from arena.trainer.stats import RolloutStats
 
@@ -116,9 +116,12 @@ class PPOTrainer:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
             mask = spec(game).action_mask
+            architecture = dataclasses.asdict(self.policy_config)
+            value_classes = opponent_value_classes(game) if architecture.pop("critic_per_opponent") else None
             self.policy = Policy(
-                self.env.obs_dim, list(self.env.action_space.nvec), **dataclasses.asdict(self.policy_config),
+                self.env.obs_dim, list(self.env.action_space.nvec), **architecture,
                 action_mask=None if mask is None else mask(self.env.params),
+                value_heads=len(value_classes) if value_classes else 1,
             ).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
         self.generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
@@ -128,7 +131,7 @@ class PPOTrainer:
         self.opponents = Opponents(
             num_envs=self.shard.num_envs, team_sizes=tuple(team_sizes), game=game, matchmaker=matchmaker,
             device=self.device, seed=cfg.seed, params=self.env.params,
-            learner_step=lambda: int(getattr(self, "global_step", 0)),
+            learner_step=lambda: int(getattr(self, "global_step", 0)), value_classes=value_classes,
         )
         self.opponents.start()
         self.experience = Experience(
@@ -299,7 +302,8 @@ class PPOTrainer:
         self, mb: Minibatch, measure_replay: bool, kickstart_coef: float = 0.0
     ) -> tuple[dict[str, float], float]:
         cfg, group = self.config, self.collective
-        logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts)
+        classes = mb.value_class if self.policy.value_heads > 1 else None
+        logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts, classes)
         new_logprobs, entropy = self.policy.log_prob_and_entropy(logits, mb.actions)
         weight = mb.learner_mask.to(values.dtype)
         # Means over the minibatch's learner steps on every rank: each rank's masked_mean is its share
@@ -499,7 +503,7 @@ class PPOTrainer:
         self._load_payload(read_checkpoint(path, map_location=self.device), str(path))
 
     def _load_payload(self, payload: dict[str, Any], source: str) -> None:
-        if payload["policy_spec"] != self.policy.spec:
+        if {"value_heads": 1, **payload["policy_spec"]} != self.policy.spec:  # older files: one head
             raise CheckpointError(
                 f"checkpoint {source} holds a policy {payload['policy_spec']}, "
                 f"this trainer's is {self.policy.spec}"
@@ -584,9 +588,9 @@ class _SequenceModule(torch.nn.Module):
         self.policy = policy
 
     def forward(
-        self, obs: Tensor, state: tuple[Tensor, Tensor], starts: Tensor
+        self, obs: Tensor, state: tuple[Tensor, Tensor], starts: Tensor, value_class: Tensor | None = None
     ) -> tuple[list[Tensor], Tensor]:
-        return self.policy.forward_sequence(obs, state, starts)
+        return self.policy.forward_sequence(obs, state, starts, value_class)
 
 
 def _mirror_only(matchmaker: Matchmaker | None) -> bool:

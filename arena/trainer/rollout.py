@@ -103,6 +103,9 @@ class Rollout:
         self.next_start_np = np.ones(rows, dtype=bool)
         self.next_start = torch.from_numpy(self.next_start_np)
         self.learner_mask = torch.from_numpy(opponents.learner_row_mask)  # a view: follows the assignment
+        # the critic's head of each row (its opponent's class), where the policy has more than one
+        self.value_class = torch.from_numpy(opponents.value_class_of_row)  # a view, as above
+        self.per_class = policy.value_heads > 1
         dims = len(env.action_space.nvec)
         act_device = self.device if self.env_on_gpu else torch.device("cpu")
         self.actions = torch.zeros(rows, dims, dtype=torch.int64, device=act_device)  # this step's, every row
@@ -240,6 +243,7 @@ class Rollout:
         exp.obs[t, s] = self._obs[s]
         exp.episode_starts[t, s] = self.next_start[s]
         exp.learner_mask[t, s] = self.learner_mask[s]
+        exp.value_class[t, s] = self.value_class[s]
         if t % exp.horizon == 0:
             exp.state_h[t // exp.horizon, s] = self.h[s]
             exp.state_c[t // exp.horizon, s] = self.c[s]
@@ -261,20 +265,30 @@ class Rollout:
     def _learner_act(self, groups: RowGroups, obs: Tensor, starts: Tensor, t: int) -> None:
         rows, exp = groups.learner, self.exp
         if isinstance(rows, slice):
-            logits, value, (h, c) = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows])
+            logits, value, (h, c) = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows],
+                                                 self._classes(rows))
             actions, logp = self.policy.sample_actions(logits, noise=self.noise[rows])
             self.h[rows], self.c[rows] = h, c
             exp.logprobs[t, rows], exp.values[t, rows] = logp, value
             self.actions[rows] = actions.to(self.actions.device)
             return
         state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
-        logits, value, (h, c) = self.step_fn(obs.index_select(0, rows), state, starts.index_select(0, rows))
+        logits, value, (h, c) = self.step_fn(obs.index_select(0, rows), state, starts.index_select(0, rows),
+                                             self._classes(rows))
         actions, logp = self.policy.sample_actions(logits, noise=self.noise.index_select(0, rows))
         self.h.index_copy_(0, rows, h)
         self.c.index_copy_(0, rows, c)
         exp.logprobs[t].index_copy_(0, rows, logp)
         exp.values[t].index_copy_(0, rows, value)
         self.actions.index_copy_(0, rows.to(self.actions.device), actions.to(self.actions.device))
+
+    def _classes(self, rows: slice | Tensor) -> Tensor | None:
+        """The critic's head of ``rows`` on the policy device; None where the policy has one."""
+        if not self.per_class:
+            return None
+        if isinstance(rows, slice):
+            return self.value_class[rows].to(self.device)
+        return self.value_class.index_select(0, rows.cpu()).to(self.device)
 
     def _host(self, name: str, index: Any) -> np.ndarray:
         """``index`` of the core's output ``name`` on the host (a copy from the GPU's buffer there)."""
@@ -323,7 +337,7 @@ class Rollout:
         final = self.out.final_obs.index_select(0, rows.to(self.out.final_obs.device)).to(self.device)
         state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
         no_start = torch.zeros(len(rows_np), dtype=torch.bool, device=self.device)
-        value = self.step_fn(final, state, no_start)[1]
+        value = self.step_fn(final, state, no_start, self._classes(rows))[1]
         self.exp.final_values[t].index_copy_(0, rows, value)
         self.stats.add_time("inference", time.perf_counter() - t0)
 
@@ -379,9 +393,11 @@ class Rollout:
         obs, starts = self._obs.to(self.device), self.next_start.to(self.device)  # no copy on CPU
         rows = groups.learner
         if isinstance(rows, slice):
-            exp.next_value[rows] = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows])[1]
+            exp.next_value[rows] = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows],
+                                                self._classes(rows))[1]
         else:
             state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
-            value = self.step_fn(obs.index_select(0, rows), state, starts.index_select(0, rows))[1]
+            value = self.step_fn(obs.index_select(0, rows), state, starts.index_select(0, rows),
+                                 self._classes(rows))[1]
             exp.next_value.index_copy_(0, rows, value)
         self.stats.add_time("inference", time.perf_counter() - t0)
