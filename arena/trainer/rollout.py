@@ -243,7 +243,8 @@ class Rollout:
         exp.obs[t, s] = self._obs[s]
         exp.episode_starts[t, s] = self.next_start[s]
         exp.learner_mask[t, s] = self.learner_mask[s]
-        exp.value_class[t, s] = self.value_class[s]
+        if self.per_class:
+            exp.value_class[t, s] = self.value_class[s]
         if t % exp.horizon == 0:
             exp.state_h[t // exp.horizon, s] = self.h[s]
             exp.state_c[t // exp.horizon, s] = self.c[s]
