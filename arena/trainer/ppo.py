@@ -302,8 +302,7 @@ class PPOTrainer:
         self, mb: Minibatch, measure_replay: bool, kickstart_coef: float = 0.0
     ) -> tuple[dict[str, float], float]:
         cfg, group = self.config, self.collective
-        classes = mb.value_class if self.policy.value_heads > 1 else None
-        logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts, classes)
+        logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts, mb.value_class)
         new_logprobs, entropy = self.policy.log_prob_and_entropy(logits, mb.actions)
         weight = mb.learner_mask.to(values.dtype)
         # Means over the minibatch's learner steps on every rank: each rank's masked_mean is its share
