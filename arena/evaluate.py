@@ -62,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "drew or lost, or all of them")
     p.add_argument("--shots", action="store_true",
                    help="midrange: where each side fired from (range, off the nose, speed, closing, aspect, "
-                   "time; 10th/50th/90th percentiles) and its hits per shot")
+                   "time; 10th/50th/90th percentiles), its hits per shot, and its fire picks that launched "
+                   "nothing")
     p.add_argument("--league", metavar="RUN_DIR", default=None, help="round robin of this league's players")
     p.add_argument("--games-per-pair", type=int, default=100, help="round-robin games per pair (default 100)")
     p.add_argument("--checkpoint", action="append", default=[], metavar="[ID=]PATH",

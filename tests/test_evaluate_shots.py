@@ -65,4 +65,24 @@ def test_evaluate_shots_prints_and_writes_json_for_both_sides(capsys):
     assert main([*argv, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["shots"]["a"]["shots"] == 4
-    assert data["shots"]["b"] == {"shots": 0, "hits": 0, "percentiles": {}}
+    decisions = data["shots"]["a"]["decisions"]
+    assert data["shots"]["b"] == {"shots": 0, "hits": 0, "percentiles": {}, "decisions": decisions,
+                                  "dry_fires": 0}
+
+
+def test_fire_picked_with_nothing_launched_is_counted_per_alive_decision():
+    # the random bot picks fire with probability 1/2 at every decision; only a few of its picks can
+    # launch (6 missiles, a cooldown, the cone), the rest are dry. The heuristic and the evader pick
+    # fire only where it launches, or never.
+    shots = ShotRecorder()
+    play("scripted:random", "scripted:heuristic", recorder=shots)
+    rand, heuristic = shots.summary()
+    assert rand.decisions == heuristic.decisions > 1000
+    picks = rand.dry_fires + rand.shots
+    assert abs(picks - rand.decisions / 2) < 5 * (rand.decisions / 4) ** 0.5
+    assert rand.dry_fires > 10 * rand.shots and rand.dry_fire_rate == rand.dry_fires / rand.decisions
+    assert heuristic.dry_fires == 0 and heuristic.shots > 0
+    assert any("fire picked with nothing launched" in line for line in rand.lines("random"))
+    shots = ShotRecorder()
+    play("scripted:heuristic_10km", "scripted:evader", recorder=shots)
+    assert [s.dry_fires for s in shots.summary()] == [0, 0]
