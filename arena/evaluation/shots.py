@@ -12,7 +12,7 @@ It also counts the decisions where a side picked fire and nothing was launched (
 missile left, the launch cooldown, or no enemy inside the launch cone; the core then spends
 nothing). Such a pick changes nothing in the game, so nothing in the return pushes back on it, and
 a policy that drifts there fires more where a launch does happen too: against the heuristic pilot,
-a kickstarted learner that beat it dry-fired at 0.03% of its decisions and the same learner 20M
+a kickstarted learner that beat it dry-fired at 0.03% of its decisions and the same learner 24M
 samples later, collapsed and spamming missiles, at 16% (README, "Learning from scratch").
 
 Only games inside the evaluation's quotas count (like the match events), and in team games the
