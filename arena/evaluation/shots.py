@@ -30,8 +30,8 @@ from arena.envs.midrange_obs import FIGHTER, SELF, MidrangeObsLayout
 from arena.games import spec
 
 _S = {name: i for i, name in enumerate(SELF)}
-FIRE_HEAD = 2  # the midrange action heads: turn, throttle, fire (1: launch; docs/midrange.md)
 _F = {name: i for i, name in enumerate(FIGHTER)}
+FIRE_HEAD = 2  # midrange action heads: rudder, throttle, fire (1: launch); ACTION_NVEC in scripted_midrange
 
 # name, unit, how to read it from (self features [n, 8], nearest enemy [n, 9], decision seconds [n])
 QUANTITIES: tuple[tuple[str, str], ...] = (
