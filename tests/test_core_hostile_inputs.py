@@ -74,7 +74,7 @@ def assert_finite(name: str, values: np.ndarray) -> None:
 def random_actions(env: arena.VectorEnv, rng: np.random.Generator) -> np.ndarray:
     """Uniform random actions; in a game with a legal-action mask, uniform among the legal ones."""
     nvec = np.asarray(env.action_space.nvec)
-    mask = spec(env.game).mask_of(env.observations, env.params)
+    mask = spec(env.game).mask_of(env.observations, env.params, env.team_sizes)
     if mask is None:
         return rng.integers(0, nvec, size=(env.num_agents, len(nvec)), dtype=np.int32)
     heads = np.split(mask, np.cumsum(nvec)[:-1], axis=1)

@@ -124,7 +124,7 @@ def test_missiles_at_the_same_range_are_listed_in_slot_order_by_both_paths():
         assert_same(batches[0], batches[1], f"after decision {t}")
     # Fighter 0's own-missile list (after its state, the enemy and the threat list): the two
     # entries have the same range, and slot 0 (the smaller time of flight) comes first.
-    own = batches[0].obs.reshape(num_envs, 2, -1)[:, 0, 8 + 9 + 4 * 7 :].reshape(num_envs, 4, 7)
+    own = batches[0].obs.reshape(num_envs, 2, -1)[:, 0, 8 + 9 + 4 * 7 : 8 + 9 + 8 * 7].reshape(num_envs, 4, 7)
     assert (own[:, :2, 0] == 1).all() and (own[:, 2:, 0] == 0).all()
     assert (own[:, 0, 1] == own[:, 1, 1]).all()
     assert (own[:, 0, 6] < own[:, 1, 6]).all()

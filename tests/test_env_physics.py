@@ -344,6 +344,34 @@ def test_a_second_launch_waits_for_the_0_5_s_cooldown():
     assert list(ws["missile_active"][0, :6]) == [True, True, True, False, False, False], "k-th launch, slot k"
 
 
+@pytest.mark.parametrize("bearing_deg, fires", [(0.0, True), (-59.0, True), (61.0, False), (90.0, False)])
+def test_the_observations_fire_flag_says_whether_fire_would_launch(bearing_deg, fires):
+    env = shooter_and_enemies((1, 1), [(bearing_deg, 15000.0)])
+    legal = env.observations[:, -10:]
+    assert legal[0].tolist() == [1.0] * 9 + [float(fires)], "rudder, throttle and hold are always legal"
+    _, _, _, _, infos = env.step(only_row0_fires(env, throttle=1))
+    assert infos["events"][0, 0] == int(fires)
+    assert env.observations[0, -1] == 0.0, "cooling down (and the enemy still in the cone)" if fires else ""
+
+
+@pytest.mark.parametrize("team_sizes", [(1, 1), (2, 2)])
+def test_in_random_matches_fire_launches_exactly_where_the_flag_said_it_would(team_sizes):
+    # Fighters that always press fire: every missile spent, cooldowns, enemies in and out of the
+    # cone, the dead. A launch happens exactly in the rows whose observation flagged fire legal.
+    env = arena.make("midrange", num_envs=64, num_threads=2, seed=3, team_sizes=team_sizes)
+    rng = np.random.default_rng(0)
+    launched = refused = 0
+    for _ in range(300):
+        flag, alive = env.observations[:, -1].copy(), env.observations[:, 0] > 0
+        a = actions(env, fire=1)
+        a[:, 0] = rng.integers(0, 5, env.num_agents)
+        _, _, _, _, infos = env.step(a)
+        np.testing.assert_array_equal(infos["events"][:, 0], flag)
+        launched += int(flag.sum())
+        refused += int((alive & (flag == 0)).sum())
+    assert launched > 100 and refused > 1000, (launched, refused)
+
+
 # ---------------------------------------------------------------- arena, spawn, time
 
 

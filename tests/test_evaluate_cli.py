@@ -83,7 +83,7 @@ def test_unknown_bot_exits_2_listing_the_bots(capsys):
 
 
 def test_checkpoint_for_another_game_exits_2(two_policies, capsys):
-    a, _ = two_policies  # an rpsw policy (obs_dim 11) played on midrange (obs_dim 73)
+    a, _ = two_policies  # an rpsw policy (obs_dim 11) played on midrange (obs_dim 83)
     assert main([a, "scripted:random", "--game", "midrange"]) == 2
     err = capsys.readouterr().err
     assert "does not fit midrange" in err and "obs_dim 11" in err

@@ -92,7 +92,7 @@ def test_corrupted_policy_file_names_the_path(tmp_path):
 
 def test_policy_for_another_game_is_refused_with_both_spaces(tmp_path):
     save_policy(tmp_path / "rpsw.pt")
-    with pytest.raises(ValueError, match=r"does not fit midrange 1v1 \(obs_dim 73.*takes obs_dim 11"):
+    with pytest.raises(ValueError, match=r"does not fit midrange 1v1 \(obs_dim 83.*takes obs_dim 11"):
         resolve_player(str(tmp_path / "rpsw.pt"), "midrange")
     save_policy(tmp_path / "actions.pt", nvec=[5])  # right obs_dim, wrong action space
     with pytest.raises(ValueError, match=r"actions \[5\]"):

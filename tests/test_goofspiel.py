@@ -146,7 +146,7 @@ def test_bots_bid_legally_and_outbid_beats_match_prize() -> None:
 
 def test_policy_gives_illegal_bids_probability_zero() -> None:
     env = arena.make("goofspiel", num_envs=8, num_cards=5)
-    start, stop = spec("goofspiel").action_mask(env.params)
+    start, stop = spec("goofspiel").action_mask(env.params, env.team_sizes)
     policy = Policy(env.obs_dim, [5], 16, 16, action_mask=(start, stop))
     assert Policy(**policy.spec).action_mask == (0, 5)
     env.step(np.array([[4], [0]] * 8, np.int32))  # row 0 spent card 5, row 1 card 1

@@ -10,7 +10,7 @@ import torch
 from arena.agents.policy import Policy, load_policy
 from arena.trainer.checkpoint import save_policy_snapshot
 
-MIDRANGE_OBS, MIDRANGE_NVEC = 73, [5, 3, 2]
+MIDRANGE_OBS, MIDRANGE_NVEC = 83, [5, 3, 2]
 
 
 def make_policy(seed: int = 0, **kwargs: int) -> Policy:

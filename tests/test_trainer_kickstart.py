@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
+import arena
 from arena.trainer.config import PolicyConfig, TrainerConfig
-from arena.trainer.kickstart import KickstartSchedule
+from arena.trainer.kickstart import Kickstart, KickstartSchedule
 from arena.trainer.opponents import FixedMix
 from arena.trainer.ppo import PPOTrainer
 
@@ -141,3 +143,23 @@ def test_the_kickstart_preset_names_the_heuristic_teacher_and_a_misspelt_key_is_
     assert cfg.trainer.kickstart_steps > 0
     with pytest.raises(Exception, match="kickstart_teacher"):
         compose_run_config(["trainer=kickstart", "trainer.kickstart_teachr=scripted:random"])
+
+
+def test_a_teachers_fire_with_nothing_to_launch_is_read_as_hold_and_nothing_else_changes() -> None:
+    # The learner gives an illegal action probability 0, so its cross-entropy toward one would be
+    # unbounded: the label becomes the head's first legal value. Midrange masks only "fire".
+    env = arena.make("midrange", num_envs=32, num_threads=1, seed=5)
+    rng = np.random.default_rng(0)
+    obs = []
+    for _ in range(40):
+        a = np.stack([rng.integers(0, k, env.num_agents) for k in (5, 3, 2)], axis=1).astype(np.int32)
+        env.step(a)
+        obs.append(env.observations.copy())
+    obs = torch.from_numpy(np.stack(obs))
+    kick = Kickstart(KickstartSchedule("scripted:random", 1.0, 100), "midrange", (1, 1), env.params, seed=1)
+    raw = torch.from_numpy(kick._teacher(7).act(obs.reshape(-1, env.obs_dim).numpy()).astype(np.int64))
+    labels = kick.labels(obs, 7).reshape(-1, 3)
+    can_fire = obs.reshape(-1, env.obs_dim)[:, -1] > 0.5
+    assert bool(((raw[:, 2] == 1) & ~can_fire).any()) and bool(((raw[:, 2] == 1) & can_fire).any())
+    assert torch.equal(labels[:, 2], raw[:, 2] * can_fire)
+    assert torch.equal(labels[:, :2], raw[:, :2])

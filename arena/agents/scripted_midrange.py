@@ -12,9 +12,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from arena.agents.scripted import ScriptedAgent
-from arena.envs.midrange_obs import FIGHTER, MISSILE, RANGE_SCALE_M, SELF, SPEED_SCALE_MS, MidrangeObsLayout
+from arena.envs.midrange_obs import (
+    ACTION_NVEC,
+    FIGHTER,
+    MISSILE,
+    RANGE_SCALE_M,
+    SELF,
+    SPEED_SCALE_MS,
+    MidrangeObsLayout,
+)
 
-ACTION_NVEC = (5, 3, 2)  # rudder {-1, -.5, 0, .5, 1}, throttle {0, .5, 1}, fire {0, 1}
 RUDDER_CENTRE = 2
 FULL_THROTTLE = 2
 

@@ -62,7 +62,7 @@ class RandomPolicy:
 def action_mask_of(env: VectorEnv, obs: np.ndarray) -> np.ndarray | None:
     """The legal actions of observation rows (int8 [..., sum(nvec)], 1 = legal) where the game has
     a mask, else None. The adapters put it in ``info["action_mask"]``."""
-    mask = spec(env.game).mask_of(obs, env.params)
+    mask = spec(env.game).mask_of(obs, env.params, env.team_sizes)
     return None if mask is None else mask.astype(np.int8)
 
 
@@ -123,7 +123,8 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
         # The default opponent is reseeded from the env's generator on every reset.
         game_spec = spec(game)
         self._random_policy = RandomPolicy(
-            nvec, self._default_seed, mask=lambda o: game_spec.mask_of(o, self.vector_env.params)
+            nvec, self._default_seed,
+            mask=lambda o: game_spec.mask_of(o, self.vector_env.params, self.vector_env.team_sizes),
         ) if opponent is None else None
         self.opponent: Any = self._random_policy if opponent is None else opponent
         self._opponent_act: Policy = self._random_policy if self._random_policy is not None else act

@@ -9,6 +9,9 @@ Row layout, all ego-centric (bearings relative to the fighter's velocity, sin po
 - threats (K x 7): missiles locked on me, nearest first; own (K x 7): my missiles in flight,
   nearest to their target first: present, range/10 km (to me, or to its target), bearing sin/cos
   of the missile from me, speed/1000, closing speed/1000 (on me, or on its target), time of flight/max
+- legal actions (10): one flag per action value (rudder 5, throttle 3, fire 2), 1 where legal. Only
+  "fire" is ever 0: where it would launch nothing (no missile, cooling down, no alive enemy within
+  the launch cone). The policy masks its logits with this block (the game's ``action_mask``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ SELF = ("alive", "speed", "centre_sin", "centre_cos", "boundary", "missiles", "c
 FIGHTER = ("present", "alive", "range", "bearing_sin", "bearing_cos", "aspect_sin", "aspect_cos",
            "closing", "speed")
 MISSILE = ("present", "range", "bearing_sin", "bearing_cos", "speed", "closing", "tof")
+ACTION_NVEC = (5, 3, 2)  # rudder {-1, -.5, 0, .5, 1}, throttle {0, .5, 1}, fire {0, 1}
+LEGAL_FEATURES = sum(ACTION_NVEC)
 RANGE_SCALE_M = 10000.0
 SPEED_SCALE_MS = 1000.0
 
@@ -51,8 +56,12 @@ class MidrangeObsLayout:
         return self.threats_start + len(MISSILE) * self.tracked_missiles
 
     @property
-    def obs_dim(self) -> int:
+    def legal_start(self) -> int:
         return self.own_missiles_start + len(MISSILE) * self.tracked_missiles
+
+    @property
+    def obs_dim(self) -> int:
+        return self.legal_start + LEGAL_FEATURES
 
     def self_features(self, obs: np.ndarray) -> np.ndarray:
         """[n, 8] view."""
@@ -76,9 +85,11 @@ class MidrangeObsLayout:
 
     def own_missiles(self, obs: np.ndarray) -> np.ndarray:
         """[n, K, 7] view of this fighter's missiles in flight."""
-        return obs[:, self.own_missiles_start : self.obs_dim].reshape(
+        return obs[:, self.own_missiles_start : self.legal_start].reshape(
             len(obs), self.tracked_missiles, len(MISSILE)
         )
+
+
 
 
 def feature(name: str, table: tuple[str, ...]) -> int:

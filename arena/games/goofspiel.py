@@ -270,5 +270,5 @@ SPEC = GameSpec(
     noop=lambda values: (0,),
     reference=lambda: GoofspielReference,
     presets=("goofspiel",),
-    action_mask=lambda values: (0, int(values["num_cards"])),
+    action_mask=lambda values, team_sizes: (0, int(values["num_cards"])),
 )

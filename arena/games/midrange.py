@@ -10,7 +10,15 @@ from typing import Any
 import numpy as np
 
 from arena import _core
-from arena.envs.midrange_obs import FIGHTER, MISSILE, RANGE_SCALE_M, SELF, SPEED_SCALE_MS, MidrangeObsLayout
+from arena.envs.midrange_obs import (
+    FIGHTER,
+    LEGAL_FEATURES,
+    MISSILE,
+    RANGE_SCALE_M,
+    SELF,
+    SPEED_SCALE_MS,
+    MidrangeObsLayout,
+)
 from arena.envs.outcomes import EndReason
 from arena.envs.params import MIDRANGE_PARAMS, check_midrange_consistency
 from arena.games.spec import GameSpec
@@ -31,7 +39,8 @@ def core_params(values: dict[str, Any], team_sizes: tuple[int, int]) -> Any:
 
 def obs_bounds(p: Mapping[str, Any], team_sizes: tuple[int, int], obs_dim: int
                ) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds implied by the game model: flags in [0, 1], sines and cosines in [-1, 1], and
+    """Bounds implied by the game model: flags (the legal-action block too) in [0, 1], sines and
+    cosines in [-1, 1], and
     magnitudes bounded by the arena and the terminal speeds (with a safety factor of 2 on
     speeds, which semi-implicit Euler and turns can exceed slightly)."""
     fighter_speed = 2.0 * max(p["spawn_speed"], p["fighter_vt"] * math.sqrt(p["fighter_thrust_g"]))
@@ -67,8 +76,16 @@ def obs_bounds(p: Mapping[str, Any], team_sizes: tuple[int, int], obs_dim: int
         + [fighter_bounds] * (2 * layout.max_team - 1)
         + [missile_bounds] * (2 * layout.tracked_missiles)
     )
-    bounds = np.array([b for block in blocks for b in block.values()], dtype=np.float64).reshape(-1, 2)
+    flat = [b for block in blocks for b in block.values()] + [unit] * LEGAL_FEATURES
+    bounds = np.array(flat, dtype=np.float64).reshape(-1, 2)
     return bounds[:, 0], bounds[:, 1]
+
+
+def legal_columns(values: Mapping[str, Any], team_sizes: tuple[int, int]) -> tuple[int, int]:
+    """The observation columns of the legal-action flags: the last ``LEGAL_FEATURES`` of a row."""
+    tracked = int(values.get("tracked_missiles", MIDRANGE_PARAMS["tracked_missiles"].default))
+    layout = MidrangeObsLayout(tuple(team_sizes), tracked)
+    return layout.legal_start, layout.obs_dim
 
 
 def _pilot(kind: str):  # noqa: ANN202 - a BotFactory
@@ -110,5 +127,6 @@ SPEC = GameSpec(
     presets=("midrange", "midrange_2v2", "midrange_4v4"),
     features=frozenset({"shots", "render", "replay"}),
     alive_column=SELF.index("alive"),
+    action_mask=legal_columns,
     max_team=int(_core.MIDRANGE_MAX_TEAM),
 )

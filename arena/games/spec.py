@@ -41,9 +41,11 @@ class GameSpec:
     - ``obs_bounds``: finite per-feature bounds of an observation, for the adapters' spaces.
     - ``alive_column``: the observation column that says whether the row's unit is alive (games
       where a player can be out while the match goes on), else None.
-    - ``action_mask``: ``(start, stop)`` of the observation columns that are 1 for a legal value
-      of each action (one column per value of every action dimension, in order), else None; the
-      policy, the bots and the adapters honour it, and the core refuses an illegal action.
+    - ``action_mask``: given the parameter values and the team sizes, ``(start, stop)`` of the
+      observation columns that are 1 for a legal value of each action (one column per value of
+      every action dimension, in order), else None; the policy, the bots and the adapters honour
+      it. Goofspiel's core refuses an illegal action; midrange's spends nothing on an illegal
+      fire (the only action it ever masks).
     - ``noop``: the action given to rows nobody decides for.
     - ``team_sizes``: the team sizes the game allows, checked by ``check_team_sizes``.
     - ``reference``: returns the NumPy reference implementation (a class), imported on demand.
@@ -65,7 +67,7 @@ class GameSpec:
     reference: Callable[[], type]
     presets: tuple[str, ...]
     alive_column: int | None = None
-    action_mask: Callable[[Mapping[str, Any]], tuple[int, int]] | None = None
+    action_mask: Callable[[Mapping[str, Any], tuple[int, int]], tuple[int, int]] | None = None
     max_team: int = 1
     summary: str = ""
     features: frozenset[str] = frozenset()
@@ -103,9 +105,10 @@ class GameSpec:
             able = [name for name in GAMES if feature in spec(name).features]
             raise ValueError(f"{what} works for the games {', '.join(able)}, not {self.name!r}")
 
-    def mask_of(self, obs: np.ndarray, values: Mapping[str, Any]) -> np.ndarray | None:
+    def mask_of(self, obs: np.ndarray, values: Mapping[str, Any], team_sizes: tuple[int, int]
+                ) -> np.ndarray | None:
         """The legal-action mask (bool [n, sum(nvec)]) of observation rows, or None without one."""
         if self.action_mask is None:
             return None
-        start, stop = self.action_mask(values)
+        start, stop = self.action_mask(values, team_sizes)
         return np.asarray(obs)[..., start:stop] > 0.5

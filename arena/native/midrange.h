@@ -17,6 +17,8 @@ constexpr int MAX_MISSILES_PER_FIGHTER = 8;
 constexpr int MAX_MISSILES = MAX_FIGHTERS * MAX_MISSILES_PER_FIGHTER;
 constexpr int MAX_TRACKED = 8;
 constexpr int NUM_ACTION_DIMS = 3;
+// Values per action dimension: rudder {-1, -.5, 0, .5, 1}, throttle {0, .5, 1}, fire {0, 1}.
+constexpr int RUDDER_VALUES = 5, THROTTLE_VALUES = 3, FIRE_VALUES = 2;
 constexpr int NUM_EVENTS = 8;
 // EV_MISSED (owner) and EV_EVADED (target): a missile burnt out or timed out without hitting.
 enum Event {
@@ -34,6 +36,8 @@ enum Event {
 constexpr int SELF_FEATURES = 8;
 constexpr int FIGHTER_FEATURES = 9;
 constexpr int MISSILE_FEATURES = 7;
+// Last block of a row: one flag per action value, 1 where it is legal (only "fire" ever is not).
+constexpr int LEGAL_FEATURES = RUDDER_VALUES + THROTTLE_VALUES + FIRE_VALUES;
 // Scales that bring features to order one.
 constexpr double RANGE_SCALE = 10000.0;
 constexpr double SPEED_SCALE = 1000.0;
@@ -105,7 +109,7 @@ ARENA_HD Derived derive(const Params& p) {
 ARENA_HD int obs_dim(const Params& p) {
   const int max_team = p.team_size[0] > p.team_size[1] ? p.team_size[0] : p.team_size[1];
   return SELF_FEATURES + FIGHTER_FEATURES * (2 * max_team - 1) +
-         MISSILE_FEATURES * 2 * p.tracked_missiles;
+         MISSILE_FEATURES * 2 * p.tracked_missiles + LEGAL_FEATURES;
 }
 
 struct Fighter {
@@ -230,9 +234,11 @@ ARENA_HD auto may_pass_within(R ax0, R ay0, R ax1, R ay1, R bx0, R by0, R bx1, R
 
 // One env's fighters and missiles as a launch reads and writes them: here a State; the SIMD
 // lanes path has the same accessors for one lane of its group (midrange_lanes.h), so both run
-// the one try_launch below.
-struct StateWorld {
-  State& s;
+// the one try_launch below. Over a const State (StateView) it only reads: the observation's
+// legal-action flags ask the same question as the launch.
+template <class S>
+struct StateAccess {
+  S& s;
   ARENA_HD bool alive(int i) const { return s.f[i].alive != 0; }
   ARENA_HD int32_t missiles_left(int i) const { return s.f[i].missiles_left; }
   ARENA_HD double cooldown(int i) const { return s.f[i].cooldown; }
@@ -249,16 +255,20 @@ struct StateWorld {
     s.f[owner].cooldown = cooldown;
   }
 };
+using StateWorld = StateAccess<State>;
+using StateView = StateAccess<const State>;
 
-// Launch from fighter i at the alive enemy with the smallest off-boresight angle
-// inside the cone. No enemy in the cone: nothing happens and no missile is spent.
+// The enemy fighter i would lock on if it fired now: the alive enemy with the smallest
+// off-boresight angle inside the cone. -1 where a launch would do nothing: i is dead, has no
+// missile left, is cooling down, or has no enemy in the cone. (hx, hy): i's heading.
 template <class World>
-ARENA_HD bool try_launch(const Params& p, const Derived& d, const World& w, int i) {
-  if (!w.alive(i) || w.missiles_left(i) <= 0 || w.cooldown(i) > 1e-9) return false;
+ARENA_HD int launch_target(const Params& p, const Derived& d, const World& w, int i, double& hx, double& hy) {
+  if (!w.alive(i) || w.missiles_left(i) <= 0 || w.cooldown(i) > 1e-9) return -1;
   const double fx = w.x(i), fy = w.y(i), fvx = w.vx(i), fvy = w.vy(i);
   const double v = sqrt(fvx * fvx + fvy * fvy);
-  if (v < 1e-9) return false;
-  const double hx = fvx / v, hy = fvy / v;
+  if (v < 1e-9) return -1;
+  hx = fvx / v;
+  hy = fvy / v;
   const int team = team_of(p, i);
   int best = -1;
   double best_cos = -2.0;
@@ -273,11 +283,29 @@ ARENA_HD bool try_launch(const Params& p, const Derived& d, const World& w, int 
       best = j;
     }
   }
+  return best;
+}
+
+// Launch from fighter i at its launch_target. None: nothing happens and no missile is spent.
+template <class World>
+ARENA_HD bool try_launch(const Params& p, const Derived& d, const World& w, int i) {
+  double hx = 0.0, hy = 0.0;
+  const int best = launch_target(p, d, w, i, hx, hy);
   if (best < 0) return false;
+  const double fx = w.x(i), fy = w.y(i);
   const int slot = i * p.missiles_per_fighter + (p.missiles_per_fighter - w.missiles_left(i));
-  w.launch(slot, fx + hx * p.launch_offset_m, fy + hy * p.launch_offset_m, fvx, fvy, i, best,
+  w.launch(slot, fx + hx * p.launch_offset_m, fy + hy * p.launch_offset_m, w.vx(i), w.vy(i), i, best,
            p.launch_cooldown_s);
   return true;
+}
+
+// The legal-action flags of an alive fighter i (LEGAL_FEATURES of them): every rudder and
+// throttle value and "no fire" are always legal; "fire" is where it would launch a missile.
+template <class World>
+ARENA_HD void write_legal(const Params& p, const Derived& d, const World& w, int i, float* out) {
+  for (int c = 0; c < LEGAL_FEATURES - 1; ++c) out[c] = 1.0f;
+  double hx = 0.0, hy = 0.0;
+  out[LEGAL_FEATURES - 1] = launch_target(p, d, w, i, hx, hy) >= 0 ? 1.0f : 0.0f;
 }
 
 // Whether the match is over after a physics step, and why (docs/midrange.md "Episode end").
@@ -551,6 +579,7 @@ ARENA_HD void observe_fighter(const Params& p, const Derived& d, const State& s,
     }
     block += MISSILE_FEATURES * p.tracked_missiles;
   }
+  write_legal(p, d, StateView{s}, i, block);
 }
 
 ARENA_HD void observe(const Params& p, const Derived& d, const State& s, float* obs) {

@@ -84,9 +84,11 @@ inline void get_lane(const Params& p, const Derived& d, const Lanes& L, int l, S
   s.decisions = L.decisions[l];
 }
 
-// Lane l of a group as a launch reads and writes it (StateWorld's accessors, midrange.h).
-struct LaneWorld {
-  Lanes& L;
+// Lane l of a group as a launch reads and writes it (StateAccess's accessors, midrange.h); over
+// const Lanes (LaneView) it only reads, for the observation's legal-action flags.
+template <class LanesT>
+struct LaneAccess {
+  LanesT& L;
   int l;
   bool alive(int i) const { return L.alive[i][l] != 0; }
   int32_t missiles_left(int i) const { return L.missiles_left[i][l]; }
@@ -108,6 +110,8 @@ struct LaneWorld {
     L.cool[owner][l] = cooldown;
   }
 };
+using LaneWorld = LaneAccess<Lanes>;
+using LaneView = LaneAccess<const Lanes>;
 
 // The value of fighter array `a` at each lane's target among the enemies [e0, e1) of a slot.
 inline vdouble at_target(const vdouble* a, vmask target, int e0, int e1) {

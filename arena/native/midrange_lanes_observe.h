@@ -252,6 +252,7 @@ inline void write_observation(const Params& p, const Derived& d, const Lanes& L,
       }
       block += MISSILE_FEATURES * p.tracked_missiles;
     }
+    write_legal(p, d, LaneView{L, l}, i, block);
   }
 }
 

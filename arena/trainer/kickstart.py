@@ -12,12 +12,15 @@ run, as AlphaStar kept a KL term toward its supervised policy throughout reinfor
 
 Teachers are scripted bots (stateless: they read only the observation, so the stored observations
 are all they need). A teacher that draws random actions is seeded from the update number, so a
-resumed run labels exactly as the uninterrupted one did.
+resumed run labels exactly as the uninterrupted one did. Where the game masks actions (its
+``action_mask``), a label the mask makes illegal becomes the head's first legal value (for midrange:
+"fire" with nothing to launch becomes "no fire"), since the learner gives an illegal value
+probability 0 and its cross-entropy would be unbounded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +29,7 @@ import torch
 from torch import Tensor
 
 from arena.agents.scripted import ScriptedAgent, make_scripted
+from arena.games import spec
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,8 @@ class Kickstart:
         self.schedule = schedule
         self.game, self.team_sizes, self.params = game, tuple(team_sizes), dict(params)
         self.seed = int(seed)
+        mask = spec(game).action_mask
+        self.mask = None if mask is None else mask(self.params, self.team_sizes)
         self._teacher(0)  # checks the name against the game now, not at the first update
 
     def _teacher(self, update: int) -> ScriptedAgent:
@@ -73,5 +79,20 @@ class Kickstart:
     def labels(self, obs: Tensor, update: int) -> Tensor:
         """The teacher's actions for every stored observation: ``[..., obs_dim] -> [..., dims]`` int64."""
         flat = obs.reshape(-1, obs.shape[-1]).detach().cpu().numpy()
-        actions = self._teacher(update).act(np.ascontiguousarray(flat, dtype=np.float32))
-        return torch.from_numpy(actions.astype(np.int64)).reshape(*obs.shape[:-1], -1).to(obs.device)
+        teacher = self._teacher(update)
+        actions = teacher.act(np.ascontiguousarray(flat, dtype=np.float32)).astype(np.int64)
+        if self.mask is not None:
+            actions = legal_labels(actions, flat[:, self.mask[0] : self.mask[1]] > 0.5, teacher.action_nvec)
+        return torch.from_numpy(actions).reshape(*obs.shape[:-1], -1).to(obs.device)
+
+
+def legal_labels(actions: np.ndarray, legal: np.ndarray, nvec: Sequence[int]) -> np.ndarray:
+    """``actions`` [n, dims] with each value the ``legal`` flags [n, sum(nvec)] rule out replaced by
+    its head's first legal value (0 in a head with none)."""
+    out = actions.copy()
+    rows = np.arange(len(actions))
+    for d, (start, width) in enumerate(zip(np.cumsum([0, *nvec[:-1]]), nvec, strict=True)):
+        head = legal[:, start : start + width]
+        bad = ~head[rows, out[:, d]]
+        out[bad, d] = head[bad].argmax(axis=1)
+    return out

@@ -120,7 +120,7 @@ class PPOTrainer:
             value_classes = opponent_value_classes(game) if architecture.pop("critic_per_opponent") else None
             self.policy = Policy(
                 self.env.obs_dim, list(self.env.action_space.nvec), **architecture,
-                action_mask=None if mask is None else mask(self.env.params),
+                action_mask=None if mask is None else mask(self.env.params, self.env.team_sizes),
                 value_heads=len(value_classes) if value_classes else 1,
             ).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)

@@ -23,6 +23,7 @@ from arena.envs.reference.common import (
     mix64,
 )
 from arena.envs.reference.midrange_physics import (
+    ACTION_NVEC,
     DEFAULT_PARAMS,
     EV_FIRED,
     FIGHTER_FEATURES,
@@ -32,13 +33,11 @@ from arena.envs.reference.midrange_physics import (
     SPEED_SCALE,
     Derived,
     World,
+    launch_target,
     physics_step,
     reset_env,
     try_launch,
 )
-
-ACTION_NVEC = (5, 3, 2)  # rudder {-1, -.5, 0, .5, 1}, throttle {0, .5, 1}, fire {0, 1}
-
 
 # As in midrange.h, each length is inverted once and the feature scales are multiplied in.
 INV_RANGE_SCALE = 1.0 / RANGE_SCALE
@@ -177,6 +176,12 @@ def observe(p: dict[str, Any], d: Derived, w: World) -> np.ndarray:
         padding = np.zeros((num_envs, nf, tracked - k.shape[-1], MISSILE_FEATURES))  # fewer slots than K
         block = np.concatenate([block, padding], axis=2)
         blocks.append(block.reshape(num_envs, nf, tracked * MISSILE_FEATURES))
+
+    # Legal actions: every rudder and throttle value and "no fire"; "fire" where it would launch.
+    legal = np.ones((num_envs, nf, sum(ACTION_NVEC)))
+    for i in range(nf):
+        legal[:, i, -1] = launch_target(p, d, w, i)[0] >= 0
+    blocks.append(legal)
 
     obs = np.concatenate(blocks, axis=-1)
     return np.where(w.fighter_alive[..., None], obs, 0.0).astype(np.float32)

@@ -38,6 +38,8 @@ PI = 3.14159265358979323846
 NUM_EVENTS = 8
 EV_FIRED, EV_HITS, EV_KILLS, EV_WAS_HIT, EV_DIED, EV_LEFT_ARENA, EV_MISSED, EV_EVADED = range(NUM_EVENTS)
 SELF_FEATURES, FIGHTER_FEATURES, MISSILE_FEATURES = 8, 9, 7
+ACTION_NVEC = (5, 3, 2)  # rudder {-1, -.5, 0, .5, 1}, throttle {0, .5, 1}, fire {0, 1}
+LEGAL_FEATURES = sum(ACTION_NVEC)  # the row's last block: one legal flag per action value
 RANGE_SCALE, SPEED_SCALE = 10000.0, 1000.0
 
 DEFAULT_PARAMS: dict[str, Any] = {
@@ -95,7 +97,7 @@ class Derived:
             max_steps_f=max_steps_f, max_steps=int(max_steps_f), max_team=max_team,
             num_fighters=num_fighters, num_missiles=num_fighters * p["missiles_per_fighter"],
             obs_dim=SELF_FEATURES + FIGHTER_FEATURES * (2 * max_team - 1)
-            + MISSILE_FEATURES * 2 * p["tracked_missiles"],
+            + MISSILE_FEATURES * 2 * p["tracked_missiles"] + LEGAL_FEATURES,
         )
 
 
@@ -230,15 +232,14 @@ def swept_distance2(ax0: Arr, ay0: Arr, ax1: Arr, ay1: Arr, bx0: Arr, by0: Arr, 
     return cx * cx + cy * cy
 
 
-def try_launch(p: dict[str, Any], d: Derived, w: World, i: int, fire: np.ndarray) -> np.ndarray:
-    """Fighter i fires in the envs where ``fire``; returns where a missile left the rail.
-
-    The missile locks onto the alive enemy with the smallest off-boresight angle inside the cone
-    (largest cosine; ties go to the lowest index). No enemy in the cone: no launch, no missile spent.
-    """
+def launch_target(p: dict[str, Any], d: Derived, w: World, i: int) -> tuple[Arr, Arr, Arr]:
+    """``launch_target``: per env, the enemy fighter i would lock on if it fired now (the alive
+    enemy with the smallest off-boresight angle inside the cone, largest cosine, ties to the lowest
+    index), or -1 where a launch would do nothing (dead, no missile, cooling down, no enemy in the
+    cone); and i's heading (hx, hy)."""
     x, y, vx, vy = w.fighter_x[:, i], w.fighter_y[:, i], w.fighter_vx[:, i], w.fighter_vy[:, i]
     v = np.sqrt(vx * vx + vy * vy)
-    can = fire & w.fighter_alive[:, i] & (w.fighter_missiles[:, i] > 0)
+    can = w.fighter_alive[:, i] & (w.fighter_missiles[:, i] > 0)
     can &= ~(w.fighter_cooldown[:, i] > 1e-9) & ~(v < 1e-9)
     v_safe = np.where(v < 1e-9, 1.0, v)
     hx, hy = vx / v_safe, vy / v_safe
@@ -254,7 +255,15 @@ def try_launch(p: dict[str, Any], d: Derived, w: World, i: int, fire: np.ndarray
         better = seen & (c >= d.cos_cone) & (c > best_cos)
         best = np.where(better, j, best)
         best_cos = np.where(better, c, best_cos)
-    launch = can & (best >= 0)
+    return np.where(can, best, -1), hx, hy
+
+
+def try_launch(p: dict[str, Any], d: Derived, w: World, i: int, fire: np.ndarray) -> np.ndarray:
+    """Fighter i fires in the envs where ``fire``; returns where a missile left the rail: where it
+    has a ``launch_target``. Elsewhere no launch, no missile spent."""
+    best, hx, hy = launch_target(p, d, w, i)
+    x, y, vx, vy = w.fighter_x[:, i], w.fighter_y[:, i], w.fighter_vx[:, i], w.fighter_vy[:, i]
+    launch = fire & (best >= 0)
     e = np.flatnonzero(launch)
     mpf = p["missiles_per_fighter"]
     slot = i * mpf + (mpf - w.fighter_missiles[e, i])  # the k-th launch uses the k-th own slot
