@@ -40,7 +40,7 @@ def selfplay_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_league_presets_compose_into_checked_league_configs():
-    for name, mix in (("selfplay", {"mirror": 0.35, "pfsp": 0.5, "scripted": 0.15}), ("pfsp", {"pfsp": 1.0}),
+    for name, mix in (("selfplay", {"mirror": 0.35, "pfsp": 0.35, "scripted": 0.3}), ("pfsp", {"pfsp": 1.0}),
                       ("alphastar", {"mirror": 0.35, "pfsp": 0.5, "scripted": 0.15})):
         config = league_config(compose_run_config([f"+league={name}", "env=rpsw"]).league, "rpsw")
         assert config.matchmaking.mix.as_dict() == mix
