@@ -34,7 +34,8 @@ def test_the_bare_command_uses_the_from_scratch_recipe_and_rpsw_keeps_the_outcom
     cfg = compose_run_config([])
     assert {"outcome", "stalemate", "energy", "pointing", "missile_evaded"} <= set(cfg.reward.terms)
     assert cfg.reward.terms.pointing.zero_sum is True
-    assert cfg.reward.terms.missile_evaded.anneal_steps == 55_000_000 and cfg.agent.critic_per_opponent is True
+    assert cfg.reward.terms.missile_evaded.anneal_steps == 55_000_000
+    assert cfg.agent.critic_per_opponent is True
     assert cfg.trainer.learning_rate == 0.001 and cfg.trainer.update_epochs == 2
     assert cfg.trainer.gamma == 0.995 and cfg.trainer.bootstrap_truncation is False
     assert list(cfg.agent.action_prior[2]) == [0.97, 0.03]  # env=midrange: fires rarely at first
