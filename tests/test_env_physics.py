@@ -351,7 +351,7 @@ def test_the_observations_fire_flag_says_whether_fire_would_launch(bearing_deg, 
     assert legal[0].tolist() == [1.0] * 9 + [float(fires)], "rudder, throttle and hold are always legal"
     _, _, _, _, infos = env.step(only_row0_fires(env, throttle=1))
     assert infos["events"][0, 0] == int(fires)
-    assert env.observations[0, -1] == 0.0, "cooling down (and the enemy still in the cone)" if fires else ""
+    assert env.observations[0, -1] == 0.0, "after a launch: cooldown; without one: no enemy in the cone"
 
 
 @pytest.mark.parametrize("team_sizes", [(1, 1), (2, 2)])

@@ -90,8 +90,6 @@ class MidrangeObsLayout:
         )
 
 
-
-
 def feature(name: str, table: tuple[str, ...]) -> int:
     """Index of a named feature inside SELF, FIGHTER or MISSILE."""
     return table.index(name)

@@ -40,9 +40,8 @@ def core_params(values: dict[str, Any], team_sizes: tuple[int, int]) -> Any:
 def obs_bounds(p: Mapping[str, Any], team_sizes: tuple[int, int], obs_dim: int
                ) -> tuple[np.ndarray, np.ndarray]:
     """Bounds implied by the game model: flags (the legal-action block too) in [0, 1], sines and
-    cosines in [-1, 1], and
-    magnitudes bounded by the arena and the terminal speeds (with a safety factor of 2 on
-    speeds, which semi-implicit Euler and turns can exceed slightly)."""
+    cosines in [-1, 1], and magnitudes bounded by the arena and the terminal speeds (with a safety
+    factor of 2 on speeds, which semi-implicit Euler and turns can exceed slightly)."""
     fighter_speed = 2.0 * max(p["spawn_speed"], p["fighter_vt"] * math.sqrt(p["fighter_thrust_g"]))
     missile_speed = 2.0 * max(fighter_speed, p["missile_vt"] * math.sqrt(p["missile_thrust_g"]))
     radius = p["arena_radius_m"]
