@@ -154,3 +154,37 @@ def test_a_fresh_policy_acts_with_its_action_prior():
 def test_a_malformed_action_prior_is_refused(prior):
     with pytest.raises(ValueError, match="action_prior"):
         Policy(11, [5, 3, 2], action_prior=prior)
+
+
+def test_a_shot_down_fighters_zeroed_row_still_samples_an_action_the_game_accepts() -> None:
+    # In a team match a fighter shot down keeps its row, all zeros, legal-action flags included,
+    # until the match ends. Such a row carries no mask: masking all of it would leave the heads'
+    # padding to sample, values the core refuses (the 2v2 run of 2026-11-27 stopped on one). Live
+    # rows keep their mask: "fire" is never drawn where its flag is 0.
+    import numpy as np
+
+    import arena
+    from arena.games import spec
+
+    env = arena.make("midrange", num_envs=32, num_threads=2, seed=5, team_sizes=(2, 2))
+    mask = spec("midrange").action_mask(env.params, env.team_sizes)
+    torch.manual_seed(0)
+    policy = Policy(env.obs_dim, [5, 3, 2], 16, 16, action_mask=mask)
+    with torch.no_grad():  # a policy that wants to fire everywhere, legal or not
+        policy.actor.bias[-1] = 20.0
+    state, start = policy.initial_state(env.num_agents), torch.ones(env.num_agents)
+    generator = torch.Generator().manual_seed(1)
+    dead_rows = refused_fires = 0
+    for _ in range(400):
+        obs = torch.from_numpy(env.observations.copy())
+        with torch.no_grad():
+            logits, _, state = policy.forward_step(obs, state, start)
+            actions, _ = policy.sample_actions(logits, generator)
+        zeroed = ~obs.any(dim=1)
+        live_illegal = ~zeroed & (obs[:, mask[1] - 1] < 0.5)
+        dead_rows += int(zeroed.sum())
+        refused_fires += int(live_illegal.sum())
+        assert not actions[live_illegal, 2].any(), "fire drawn where the live row's flag says illegal"
+        _, _, _, _, infos = env.step(actions.numpy().astype(np.int32))  # the core checks the ranges
+        start = torch.from_numpy(infos["done"].repeat(4)).float()
+    assert dead_rows > 100 and refused_fires > 1000, (dead_rows, refused_fires)

@@ -8,7 +8,7 @@ import torch
 
 import arena
 from arena.trainer.config import PolicyConfig, TrainerConfig
-from arena.trainer.kickstart import Kickstart, KickstartSchedule
+from arena.trainer.kickstart import Kickstart, KickstartSchedule, legal_labels
 from arena.trainer.opponents import FixedMix
 from arena.trainer.ppo import PPOTrainer
 
@@ -163,3 +163,12 @@ def test_a_teachers_fire_with_nothing_to_launch_is_read_as_hold_and_nothing_else
     assert bool(((raw[:, 2] == 1) & ~can_fire).any()) and bool(((raw[:, 2] == 1) & can_fire).any())
     assert torch.equal(labels[:, 2], raw[:, 2] * can_fire)
     assert torch.equal(labels[:, :2], raw[:, :2])
+
+
+def test_a_teachers_labels_on_a_zeroed_row_are_kept_as_the_learners_mask_keeps_none() -> None:
+    # A shot-down fighter's row is all zeros: no flag set, so no mask (masked_logits), and the
+    # teacher's label stands; a flagged row still has its illegal fire read as hold.
+    actions = np.array([[3, 2, 1], [3, 2, 1]])
+    legal = np.zeros((2, 10), dtype=bool)
+    legal[1, :9] = True  # a live row where fire is illegal
+    assert legal_labels(actions, legal, [5, 3, 2]).tolist() == [[3, 2, 1], [3, 2, 0]]

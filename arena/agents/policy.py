@@ -328,11 +328,16 @@ class Policy(nn.Module):
 
 def masked_logits(flat: Tensor, obs: Tensor, action_mask: tuple[int, int] | None) -> Tensor:
     """``flat`` with ``MASKED_LOGIT`` wherever the observation columns ``action_mask`` are 0 (an
-    illegal action); unchanged without a mask. ``Policy`` and the grouped bank both mask with it."""
+    illegal action); unchanged without a mask. ``Policy`` and the grouped bank both mask with it.
+
+    A row whose flags are all 0 carries no mask: that is a zeroed observation (a fighter shot down
+    in a team match, whose row the batch still steps and the game ignores), not a state where
+    nothing is legal, and masking every value would leave only the heads' padding to sample."""
     if action_mask is None:
         return flat
     start, stop = action_mask
-    return flat.masked_fill(obs[..., start:stop] < 0.5, MASKED_LOGIT)
+    illegal = obs[..., start:stop] < 0.5
+    return flat.masked_fill(illegal & ~illegal.all(dim=-1, keepdim=True), MASKED_LOGIT)
 
 
 def _check_mask(mask: Sequence[int] | None, obs_dim: int, logits: int) -> tuple[int, int] | None:

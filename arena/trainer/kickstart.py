@@ -88,11 +88,13 @@ class Kickstart:
 
 def legal_labels(actions: np.ndarray, legal: np.ndarray, nvec: Sequence[int]) -> np.ndarray:
     """``actions`` [n, dims] with each value the ``legal`` flags [n, sum(nvec)] rule out replaced by
-    its head's first legal value (0 in a head with none)."""
+    its head's first legal value (0 in a head with none). Rows with no flag set carry no mask (a
+    zeroed observation, as ``masked_logits`` reads them): their labels stay as they are."""
     out = actions.copy()
     rows = np.arange(len(actions))
+    flagged = legal.any(axis=1)
     for d, (start, width) in enumerate(zip(np.cumsum([0, *nvec[:-1]]), nvec, strict=True)):
         head = legal[:, start : start + width]
-        bad = ~head[rows, out[:, d]]
+        bad = ~head[rows, out[:, d]] & flagged
         out[bad, d] = head[bad].argmax(axis=1)
     return out
