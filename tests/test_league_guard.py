@@ -15,7 +15,7 @@ from arena.league.__main__ import main as league_cli
 from arena.league.config import league_config
 from arena.league.guard import GuardScore, best_snapshot, guard_score, rejects
 from arena.league.store import GauntletRecord
-from arena.league.training import CANDIDATE_FILE, LeagueRun
+from arena.league.training import CANDIDATE_FILE, REJECTED_DIR, LeagueRun
 from arena.train import main
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.ppo import PPOTrainer
@@ -171,6 +171,22 @@ def test_a_rejected_candidate_publishes_the_best_weights_and_the_learner_learns_
     assert all(torch.equal(weights_of(trainer.policy)[k], best_weights[k]) for k in best_weights)
     assert not trainer.optimizer.state
     assert run.league.store.meta()["guard_rejections_in_a_row"] == "0"
+    trainer.close()
+    run.close()
+
+
+def test_a_rejected_candidates_weights_are_kept_to_play_back_and_an_accepted_ones_are_not(tmp_path):
+    run, trainer = open_run(tmp_path, guard_patience=2)
+    snapshot_after(run, trainer, "paper")
+    second, _, _ = snapshot_after(run, trainer, "scissors")  # rejected: the best's weights published
+    learner_weights = weights_of(trainer.policy)
+    rejected = tmp_path / REJECTED_DIR
+    kept = load_policy(str(rejected / "learner_snap-000001.pt"))  # what the learner had become
+    assert second == "learner:snap-000001"
+    assert all(torch.equal(kept.state_dict()[k], learner_weights[k]) for k in learner_weights)
+    snapshot_after(run, trainer, "paper")  # accepted
+    assert [p.name for p in rejected.iterdir()] == ["learner_snap-000001.pt"]
+    assert not (tmp_path / CANDIDATE_FILE).exists()
     trainer.close()
     run.close()
 

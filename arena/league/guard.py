@@ -14,7 +14,8 @@ before they are published:
 - The candidate is *rejected* when the best's score lies above the candidate's whole interval, by more
   than ``league.gauntlet.guard_margin`` (default 0): a drop the gauntlet's games cannot explain by
   chance. A rejected candidate is never published: the snapshot holds the best snapshot's weights
-  (read from its file, sha256-checked) and plays the gauntlet under its own id.
+  (read from its file, sha256-checked) and plays the gauntlet under its own id. The candidate's
+  weights are kept in ``<run_dir>/league/rejected/`` to play back (the league never loads them).
 - The learner keeps its own weights and goes on learning until ``league.gauntlet.guard_patience``
   (default 3) candidates in a row are rejected; then its weights are restored from the best
   snapshot and its optimizer's moments cleared. Until a gauntlet accepts it again (or it is

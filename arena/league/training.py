@@ -51,7 +51,14 @@ from arena.league.exploiters import MainExploiterChooser, current_generation, ex
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
 from arena.league.guard import GuardCounts, best_snapshot, guard_score, rejects
 from arena.league.league import League
-from arena.league.learner import LeagueLearner, LeagueMatchmaker, LeagueTrainer, freeze_policy, snapshot_state
+from arena.league.learner import (
+    LeagueLearner,
+    LeagueMatchmaker,
+    LeagueTrainer,
+    freeze_policy,
+    snapshot_file_name,
+    snapshot_state,
+)
 from arena.league.matchmaking import UpdateMatchmaker
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
@@ -64,6 +71,7 @@ logger = logging.getLogger(__name__)
 
 PAYOFF_IMAGE = Path("league") / "payoff.png"
 CANDIDATE_FILE = Path("league") / "candidate.pt"  # the weights the guard judges, while it plays them
+REJECTED_DIR = Path("league") / "rejected"  # the weights of the candidates the guard rejected, to play back
 # What log_views sends to the logger (besides the league/* scalars of metrics()).
 LEADERBOARD_KEY, PAYOFF_KEY, PAYOFF_IMAGE_KEY = "league/leaderboard", "league/payoff_heatmap", "league/payoff"
 RATINGS_KEY = "league/rating_curves"
@@ -397,15 +405,22 @@ class LeagueRun:
             torch.save(snapshot_state(learner.policy), path)
             try:
                 records = self.gauntlet.play(candidate_id, path, learner.step)
-            finally:
+            except BaseException:
                 path.unlink(missing_ok=True)
+                raise
         candidate = guard_score(records)
         counts = self._guard_counts()
         if not rejects(candidate, best, self.config.gauntlet.guard_margin):
+            path.unlink(missing_ok=True)
             if counts.in_a_row:
                 self._set_guard_counts(dataclasses.replace(counts, in_a_row=0))
             return records, None
         assert best is not None
+        # Kept, never loaded by the league: what the learner had become, for a user to play back
+        # (python -m arena.evaluate <run>/league/rejected/<file> scripted:heuristic --shots).
+        kept = self.run_dir / REJECTED_DIR / snapshot_file_name(candidate_id)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        path.replace(kept)
         self.gauntlet.take_saved()  # the candidate's replays: the published weights play their own
         best_player = pool.get(best.player_id)
         assert best_player.sha256 is not None  # freeze_policy records every snapshot's
@@ -430,9 +445,9 @@ class LeagueRun:
                            "league/guard_best_score": best.score}
         logger.warning(
             "guard: at step %d the learner scores %.3f [%.3f, %.3f] against %s, below the best snapshot "
-            "%s (%.3f against %s): %s",
+            "%s (%.3f against %s): %s; its weights are kept in %s",
             learner.step, candidate.score, candidate.lower, candidate.upper,
-            candidate.reference, best.player_id, best.score, best.reference, action)
+            candidate.reference, best.player_id, best.score, best.reference, action, kept)
         return [], instead
 
     def _gauntlet_due(self, step: int | None) -> bool:
