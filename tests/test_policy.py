@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
+import arena
 from arena.agents.policy import Policy, load_policy
+from arena.games import spec
 from arena.trainer.checkpoint import save_policy_snapshot
 
 MIDRANGE_OBS, MIDRANGE_NVEC = 83, [5, 3, 2]
@@ -161,11 +164,6 @@ def test_a_shot_down_fighters_zeroed_row_still_samples_an_action_the_game_accept
     # until the match ends. Such a row carries no mask: masking all of it would leave the heads'
     # padding to sample, values the core refuses (the 2v2 run of 2026-11-27 stopped on one). Live
     # rows keep their mask: "fire" is never drawn where its flag is 0.
-    import numpy as np
-
-    import arena
-    from arena.games import spec
-
     env = arena.make("midrange", num_envs=32, num_threads=2, seed=5, team_sizes=(2, 2))
     mask = spec("midrange").action_mask(env.params, env.team_sizes)
     torch.manual_seed(0)
@@ -186,5 +184,5 @@ def test_a_shot_down_fighters_zeroed_row_still_samples_an_action_the_game_accept
         refused_fires += int(live_illegal.sum())
         assert not actions[live_illegal, 2].any(), "fire drawn where the live row's flag says illegal"
         _, _, _, _, infos = env.step(actions.numpy().astype(np.int32))  # the core checks the ranges
-        start = torch.from_numpy(infos["done"].repeat(4)).float()
+        start = torch.from_numpy(infos["done"].repeat(env.num_agents // env.num_envs)).float()
     assert dead_rows > 100 and refused_fires > 1000, (dead_rows, refused_fires)
