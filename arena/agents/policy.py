@@ -266,6 +266,11 @@ class Policy(nn.Module):
         columns ``action_mask = (start, stop)``, 1 for a legal value. Without one: unchanged."""
         return masked_logits(flat, obs, self.action_mask)
 
+    def has_decision(self, obs: Tensor) -> Tensor:
+        """Bool per row: False only on a row with no legal action (a shot-down fighter's zeroed
+        observation); the trainer leaves such rows out of the policy's loss (``has_decision``)."""
+        return has_decision(obs, self.action_mask)
+
     def _lstm_step(self, x: Tensor, state: LstmState) -> LstmState:
         """One LSTM step. With autograd off it runs a fused form of the same function: one GEMM with
         the bias folded in, one sigmoid over all gates and tanh(g) = 2 sigmoid(2g) - 1 (the g rows of
@@ -337,7 +342,17 @@ def masked_logits(flat: Tensor, obs: Tensor, action_mask: tuple[int, int] | None
         return flat
     start, stop = action_mask
     illegal = obs[..., start:stop] < 0.5
-    return flat.masked_fill(illegal & ~illegal.all(dim=-1, keepdim=True), MASKED_LOGIT)
+    return flat.masked_fill(illegal & has_decision(obs, action_mask).unsqueeze(-1), MASKED_LOGIT)
+
+
+def has_decision(obs: Tensor, action_mask: tuple[int, int] | None) -> Tensor:
+    """Bool ``obs.shape[:-1]``: whether each row has a decision to make. Every row does, except a row
+    whose legal-action flags are all 0: a zeroed observation (a fighter shot down in a team match),
+    whose action the game ignores. Without a mask every row decides."""
+    if action_mask is None:
+        return torch.ones(obs.shape[:-1], dtype=torch.bool, device=obs.device)
+    start, stop = action_mask
+    return (obs[..., start:stop] >= 0.5).any(dim=-1)
 
 
 def _check_mask(mask: Sequence[int] | None, obs_dim: int, logits: int) -> tuple[int, int] | None:

@@ -283,6 +283,9 @@ class PPOTrainer:
         out["explained_variance"] = _explained_variance(exp.values, returns, exp.learner_mask,
                                                         self.collective)
         out["learning_rate"] = lr
+        # the learner's steps with no decision (a shot-down fighter's rows), left out of the policy's loss
+        decides = self.policy.has_decision(exp.obs)[exp.learner_mask]
+        out["no_decision_fraction"] = 1.0 - float(decides.float().mean()) if decides.numel() else 0.0
         if self.kickstart is not None:
             out["kickstart_coef"] = kick_coef
         out["replay_logprob_error"] = replay_error
@@ -305,13 +308,19 @@ class PPOTrainer:
         logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts, mb.value_class)
         new_logprobs, entropy = self.policy.log_prob_and_entropy(logits, mb.actions)
         weight = mb.learner_mask.to(values.dtype)
+        # The policy's terms (its loss, the entropy bonus, kickstarting, the advantages' statistics)
+        # count only the learner's steps with a decision to make: a shot-down fighter's zeroed rows in
+        # a team match (no legal action) would add gradient noise and pull the heads toward uniform on
+        # an action the game ignores. The critic still learns their values, which GAE reads to pass the
+        # team's outcome back to the fighter's live steps.
+        acting = weight * self.policy.has_decision(mb.obs).to(values.dtype)
         # Means over the minibatch's learner steps on every rank: each rank's masked_mean is its share
         # of the run's mean (its sum over the run's count), and the ranks' shares add up.
-        count = weight.sum() if group is None else group.sum(weight.sum())
-        count = count.clamp_min(1.0)
+        counts = torch.stack([weight.sum(), acting.sum()])
+        count, acting_count = (counts if group is None else group.sum(counts)).clamp_min(1.0)
 
-        def masked_mean(x: Tensor) -> Tensor:
-            return (x * weight).sum() / count
+        def masked_mean(x: Tensor, w: Tensor = acting, n: Tensor = acting_count) -> Tensor:
+            return (x * w).sum() / n
 
         def run_mean(x: Tensor) -> Tensor:  # no gradient: a statistic of the whole minibatch
             share = masked_mean(x.detach())
@@ -330,7 +339,7 @@ class PPOTrainer:
         if cfg.vf_clip_coef > 0:
             clipped = mb.values + (values - mb.values).clamp(-cfg.vf_clip_coef, cfg.vf_clip_coef)
             value_error = torch.max(value_error, (clipped - mb.returns) ** 2)
-        value_loss = 0.5 * masked_mean(value_error)
+        value_loss = 0.5 * masked_mean(value_error, weight, count)
         entropy_mean = masked_mean(entropy)
         loss = policy_loss - cfg.ent_coef * entropy_mean + cfg.vf_coef * value_loss
         kick_loss = None
@@ -347,7 +356,7 @@ class PPOTrainer:
         with torch.no_grad():
             approx_kl = masked_mean((ratio - 1.0) - log_ratio)
             clipfrac = masked_mean(((ratio - 1.0).abs() > cfg.clip_coef).to(values.dtype))
-            error_t = (log_ratio.abs() * weight).max() if measure_replay else None
+            error_t = (log_ratio.abs() * acting).max() if measure_replay else None
             values_t = [policy_loss, value_loss, entropy_mean, approx_kl, clipfrac, loss]
             if kick_loss is not None:
                 values_t.append(kick_loss)
