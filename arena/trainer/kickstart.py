@@ -89,7 +89,8 @@ class Kickstart:
 def legal_labels(actions: np.ndarray, legal: np.ndarray, nvec: Sequence[int]) -> np.ndarray:
     """``actions`` [n, dims] with each value the ``legal`` flags [n, sum(nvec)] rule out replaced by
     its head's first legal value (0 in a head with none). Rows with no flag set carry no mask (a
-    zeroed observation, as ``masked_logits`` reads them): their labels stay as they are."""
+    zeroed observation, as ``masked_logits`` reads them): their labels stay as they are (and the update
+    leaves such rows out of the kickstarting loss: ``Policy.has_decision``)."""
     out = actions.copy()
     rows = np.arange(len(actions))
     flagged = legal.any(axis=1)
