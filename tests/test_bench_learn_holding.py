@@ -66,3 +66,10 @@ def test_the_final_evaluation_plays_the_game_the_run_trained_on(tmp_path):
     settings = MatchSettings(game=game, team_sizes=team_sizes, overrides=overrides, games=2, num_threads=1)
     result = play_match(*players, settings)
     assert result.games == 2 and result.events["fired"][0] > 0
+
+
+def test_the_curves_title_names_the_seed_and_the_runs_overrides() -> None:
+    from arena.bench.learn_scratch import curve_title
+
+    assert "seed 2, trainer=kickstart" in curve_title(2, ["trainer=kickstart"])
+    assert "seed 1:" in curve_title(1, [])

@@ -99,6 +99,12 @@ def restore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def curve_title(seed: int, overrides: list[str]) -> str:
+    """The curve's title: a new league, its seed and the run's overrides (``trainer=kickstart``, ...)."""
+    run = ", ".join([f"seed {seed}", *overrides])
+    return f"New league, {run}: each snapshot against fixed references"
+
+
 def _read_gauntlet(run_dir: Path) -> list[GauntletRecord]:
     db = run_dir / LEAGUE_DB
     if not db.is_file():
@@ -160,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
         print("no snapshot finished its gauntlet: nothing to draw")
         return 1
     image = plot_gauntlet(records, run_dir / "gauntlet_minutes.png", start_time=start,
-                          title=f"From scratch, seed {args.seed}: each snapshot against fixed references")
+                          title=curve_title(args.seed, args.overrides))
     print(f"wrote {image}")
     for line in holding(records, args.reference, run_dir / "metrics.jsonl").lines():
         print(line)
