@@ -268,7 +268,7 @@ class Policy(nn.Module):
 
     def has_decision(self, obs: Tensor) -> Tensor:
         """Bool per row: False only on a row with no legal action (a shot-down fighter's zeroed
-        observation); the trainer leaves such rows out of the policy's loss (``has_decision``)."""
+        observation); the trainer leaves such rows out of the policy's loss (``PPOTrainer._update``)."""
         return has_decision(obs, self.action_mask)
 
     def _lstm_step(self, x: Tensor, state: LstmState) -> LstmState:
