@@ -72,6 +72,21 @@ class MidrangeObsLayout:
         n = len(FIGHTER)
         return obs[:, self.enemies_start : self.allies_start].reshape(len(obs), self.max_team, n)
 
+    def launch_target(self, obs: np.ndarray, cone_deg: float) -> tuple[np.ndarray, np.ndarray]:
+        """([n, 9] features of the enemy a launch would lock, [n] bool: there is one). The core's
+        rule (``docs/midrange.md``, "Launch"): the living enemy closest to the nose inside the
+        ``cone_deg`` launch cone, which in a team game need not be the nearest. Rows without one get
+        the nearest enemy's slot. The cone's edge is widened by 1e-4 in cosine for the observation's
+        rounding."""
+        enemies = self.enemies(obs)
+        fi = {name: i for i, name in enumerate(FIGHTER)}
+        cos = enemies[:, :, fi["bearing_cos"]]
+        living = (enemies[:, :, fi["present"]] > 0.5) & (enemies[:, :, fi["alive"]] > 0.5)
+        in_cone = living & (cos >= np.cos(np.radians(cone_deg)) - 1e-4)
+        found = in_cone.any(axis=1)
+        pick = np.where(found, np.where(in_cone, cos, -np.inf).argmax(axis=1), 0)
+        return enemies[np.arange(len(obs)), pick], found
+
     def allies(self, obs: np.ndarray) -> np.ndarray:
         """[n, max_team - 1, 9] view."""
         n = len(FIGHTER)

@@ -1,12 +1,13 @@
 """Where each side's missiles were fired from in a midrange evaluation, and how many hit.
 
 ``play_match(..., recorder=ShotRecorder())`` watches the env loop: at every decision where a
-fighter's ``fired`` event counts, it reads the observation that fighter decided on (range and
-bearing of the nearest enemy, which is the one the missile locks in 1v1, own speed, closing
-speed, the enemy's aspect). ``summary()`` gives per side the number of shots, the hits per shot
-and the 10th/50th/90th percentiles of each quantity. It answers "why do my missiles miss": a shot
-from far out, far off the nose or at low speed leaves the missile too little energy to catch a
-target that turns away (the game's missile model is in ``docs/midrange.md``).
+fighter's ``fired`` event counts, it reads the observation that fighter decided on: range and
+bearing of the enemy the missile locked (the core's rule: the living enemy closest to the nose
+within the launch cone), own speed, closing speed, the enemy's aspect. ``summary()`` gives per
+side the number of shots, the hits per shot and the 10th/50th/90th percentiles of each quantity.
+It answers "why do my missiles miss": a shot from far out, far off the nose or at low speed leaves
+the missile too little energy to catch a target that turns away (the game's missile model is in
+``docs/midrange.md``).
 
 It also counts the decisions where a side picked fire and nothing was launched ("dry fire": no
 missile left, the launch cooldown, or no enemy inside the launch cone; the core then spends
@@ -15,8 +16,8 @@ a policy that drifts there fires more where a launch does happen too: against th
 a kickstarted learner that beat it dry-fired at 0.03% of its decisions and the same learner 24M
 samples later, collapsed and spamming missiles, at 16% (README, "Learning from scratch").
 
-Only games inside the evaluation's quotas count (like the match events), and in team games the
-geometry is that of the nearest alive enemy, which need not be the one the missile locked.
+Only games inside the evaluation's quotas count (like the match events). In team games the locked
+enemy need not be the nearest: a fighter may fire nose-on at the farther of two enemies.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class ShotRecorder:
         self._fired, self._hit = names.index("fired"), names.index("hits")
         self._layout = MidrangeObsLayout(tuple(env.team_sizes), int(env.params["tracked_missiles"]))
         self._decision_s = float(env.params["dt"]) * int(env.params["frame_skip"])
+        self._cone_deg = float(env.params["launch_cone_deg"])
         self._time_limit_s = float(env.params["time_limit_s"])
         self._side_rows = (np.asarray(layout.a_rows), np.asarray(layout.b_rows))
         self._env_of_row = np.asarray(layout.env_of_row)
@@ -111,7 +113,7 @@ class ShotRecorder:
 
     def _geometry(self, obs: np.ndarray) -> np.ndarray:
         me = self._layout.self_features(obs)
-        enemy = self._layout.enemies(obs)[:, 0]  # nearest alive enemy first
+        enemy, _ = self._layout.launch_target(obs, self._cone_deg)
         bearing = np.arctan2(enemy[:, _F["bearing_sin"]], enemy[:, _F["bearing_cos"]])
         aspect = np.arctan2(enemy[:, _F["aspect_sin"]], enemy[:, _F["aspect_cos"]])
         elapsed = (1.0 - me[:, _S["time_left"]]) * self._time_limit_s

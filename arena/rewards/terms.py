@@ -20,6 +20,8 @@ means "more of the good thing", so costs (death, missile_fired, boundary) return
   optimal policy unchanged, provided ``gamma`` equals the trainer's discount. The potential of the
   state after a match ends is 0 (the episode's absorbing state), so the sum of the shaping over an
   episode telescopes to ``-phi(s_0)`` with gamma = 1. (midrange)
+- ``LaunchAngle``: a price on each launch that grows with the locked enemy's angle off the nose,
+  paid at the launch (midrange).
 - ``Boundary``: a penalty that grows linearly from 0 at ``margin_m`` from the arena edge to -1 at the
   edge. Not potential-based: it is meant to change behaviour (discourage flying out). (midrange)
 """
@@ -360,6 +362,36 @@ class MissileReach(PotentialShaping):
         return total.astype(np.float32)
 
 
+class LaunchAngle(Reward):
+    """``-min(1, angle / cone_deg)`` per launch this decision, ``angle`` being the off-boresight angle
+    of the enemy the missile locked (read from the observation the launch was decided on, by the
+    core's rule: the living enemy closest to the nose inside the launch cone). A nose-on shot costs
+    nothing, one at the edge of the 60-degree launch cone the full weight. Not potential-based: it is
+    meant to change behaviour, like a prior on the fire action that favours the cone's centre (LAG).
+    A missile turning toward a target off its nose spends the energy it needs to catch one that
+    turns away; ``missile_missed`` prices the same shot tens of seconds later, when the miss is
+    known, this term at once. ``cone_deg`` defaults to the game's ``launch_cone_deg``."""
+
+    game = "midrange"
+
+    def __init__(self, cone_deg: float | None = None) -> None:
+        if cone_deg is not None and (isinstance(cone_deg, bool) or not isinstance(cone_deg, int | float)
+                                     or not math.isfinite(cone_deg) or cone_deg <= 0):
+            raise RewardError(f"cone_deg must be a positive angle in degrees (or null: the game's "
+                              f"launch_cone_deg), got {cone_deg!r}")
+        self.cone_deg = None if cone_deg is None else float(cone_deg)
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        layout = self.midrange_layout(batch)
+        launched = self.event(batch, "fired") > 0
+        game_cone = float(batch.params.get("launch_cone_deg", MIDRANGE_PARAMS["launch_cone_deg"].default))
+        cone = self.cone_deg if self.cone_deg is not None else game_cone
+        target, found = layout.launch_target(batch.obs_before, game_cone)
+        off = np.degrees(np.arccos(np.clip(target[:, ENEMY_BEARING_COS], -1.0, 1.0)))
+        price = np.minimum(1.0, off / cone)
+        return np.where(launched & found, -price, 0.0).astype(np.float32)
+
+
 class Boundary(Reward):
     """Penalty near the arena edge: ``-max(0, 1 - distance_to_edge / margin_m)`` for alive fighters,
     after the step (0 far inside, -1 at the edge)."""
@@ -396,4 +428,5 @@ BUILTIN_TERMS: dict[str, type[Reward]] = {
     "energy": Energy,
     "closing": Closing,
     "boundary": Boundary,
+    "launch_angle": LaunchAngle,
 }
