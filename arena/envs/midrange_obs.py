@@ -79,9 +79,9 @@ class MidrangeObsLayout:
         the nearest enemy's slot. The cone's edge is widened by 1e-4 in cosine for the observation's
         rounding."""
         enemies = self.enemies(obs)
-        fi = {name: i for i, name in enumerate(FIGHTER)}
-        cos = enemies[:, :, fi["bearing_cos"]]
-        living = (enemies[:, :, fi["present"]] > 0.5) & (enemies[:, :, fi["alive"]] > 0.5)
+        cos = enemies[:, :, feature("bearing_cos", FIGHTER)]
+        present, alive = (enemies[:, :, feature(name, FIGHTER)] > 0.5 for name in ("present", "alive"))
+        living = present & alive
         in_cone = living & (cos >= np.cos(np.radians(cone_deg)) - 1e-4)
         found = in_cone.any(axis=1)
         pick = np.where(found, np.where(in_cone, cos, -np.inf).argmax(axis=1), 0)
