@@ -54,7 +54,10 @@ class Ratings:
         self.env = trueskill.TrueSkill(
             mu=mu, sigma=sigma, beta=beta, tau=tau, draw_probability=draw_probability
         )
-        self._ratings: dict[str, trueskill.Rating] = {}
+        # (mu, sigma) exactly as rated or set: trueskill.Rating keeps precision (1/sigma^2) and
+        # precision-adjusted mean, and a round trip through it can move the last bit, so replaying the
+        # same matches from the store would not give bit-identical ratings.
+        self._ratings: dict[str, tuple[float, float]] = {}
 
     def config(self) -> dict[str, float]:
         """The TrueSkill parameters, for persistence (`Ratings(**config)` rebuilds the environment)."""
@@ -70,21 +73,21 @@ class Ratings:
 
     def get(self, player_id: str) -> tuple[float, float]:
         """(mu, sigma) of a player; the environment's initial rating for a player never rated."""
-        r = self._rating(player_id)
-        return (float(r.mu), float(r.sigma))
+        rating = self._ratings.get(player_id)
+        return rating if rating is not None else (float(self.env.mu), float(self.env.sigma))
 
     def set(self, player_id: str, mu: float, sigma: float) -> None:
         """Set a player's rating (used when resuming from the league store)."""
         if not (math.isfinite(mu) and math.isfinite(sigma) and sigma > 0):
             raise ValueError(f"rating of {player_id!r} must have finite mu and sigma > 0; got {mu}, {sigma}")
-        self._ratings[player_id] = self.env.create_rating(mu=mu, sigma=sigma)
+        self._ratings[player_id] = (float(mu), float(sigma))
 
     def __contains__(self, player_id: object) -> bool:
         return player_id in self._ratings
 
     def as_dict(self) -> dict[str, tuple[float, float]]:
         """(mu, sigma) of every player that has a rating."""
-        return {p: (float(r.mu), float(r.sigma)) for p, r in self._ratings.items()}
+        return dict(self._ratings)
 
     def conservative(self, player_id: str) -> float:
         mu, sigma = self.get(player_id)
@@ -135,14 +138,13 @@ class Ratings:
         """
         team_a = check_team([a] if isinstance(a, str) else a, "a")
         team_b = check_team([b] if isinstance(b, str) else b, "b")
-        ratings = [self._rating(p) for p in team_a + team_b]
-        delta = sum(self._rating(p).mu for p in team_a) - sum(self._rating(p).mu for p in team_b)
-        denom = math.sqrt(len(ratings) * self.env.beta**2 + sum(r.sigma**2 for r in ratings))
+        ratings = [self.get(p) for p in team_a + team_b]
+        delta = sum(self.get(p)[0] for p in team_a) - sum(self.get(p)[0] for p in team_b)
+        denom = math.sqrt(len(ratings) * self.env.beta**2 + sum(sigma**2 for _, sigma in ratings))
         return NormalDist().cdf(delta / denom)
 
     def _rating(self, player_id: str) -> trueskill.Rating:
-        rating = self._ratings.get(player_id)
-        return rating if rating is not None else self.env.create_rating()
+        return self.env.create_rating(*self.get(player_id))
 
 
 def check_team(team: Sequence[str], name: str) -> list[str]:
