@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,6 +198,7 @@ def plot_payoff_heatmap(payoff: PayoffTable, players: Sequence[str], path: str |
     return _save(fig, plt, path)
 
 
+TITLE_WIDTH = 100  # characters a line of a figure title (9 inches wide, medium font)
 GauntletPoint = tuple[int, str, float, float, float]  # learner step, snapshot, score, lower, upper
 
 
@@ -226,7 +228,9 @@ def plot_gauntlet(records: Sequence[GauntletRecord], path: str | os.PathLike[str
     ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xlabel("minutes of training" if minutes else "learner step of the snapshot")
     ax.set_ylabel("score (W + D/2) / games, 95% interval")
-    ax.set_title(title or "Gauntlet: each snapshot against fixed references")
+    # Wrapped: a bench run's title carries its command-line overrides, which can be long.
+    ax.set_title(textwrap.fill(title or "Gauntlet: each snapshot against fixed references", TITLE_WIDTH),
+                 fontsize="medium")
     ax.grid(alpha=0.3)
     if records:
         ax.legend(fontsize="small", loc="best")
