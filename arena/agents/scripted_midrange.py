@@ -132,7 +132,7 @@ class HeuristicPilot(MidrangePilot):
     def _act(self, obs: np.ndarray) -> np.ndarray:
         me = self.layout.self_features(obs)
         enemies = self.layout.enemies(obs)
-        target = self._choose_target(obs)
+        target = self.layout.assigned_enemy(obs)  # allies spread over the enemies
         rows = np.arange(len(obs))
         enemy = enemies[rows, np.maximum(target, 0)]
         has_target = target >= 0
@@ -195,30 +195,6 @@ class HeuristicPilot(MidrangePilot):
         command = np.clip(wrap(heading) / np.deg2rad(self.tuning.rudder_full_deg), -1.0, 1.0)
         return (RUDDER_CENTRE + np.rint(2.0 * command)).astype(np.int32)
 
-    def _choose_target(self, obs: np.ndarray) -> np.ndarray:
-        """Index (in the enemy list) of the enemy to attack per row, -1 with none alive.
-
-        Each alive enemy is left to the friendly fighter nearest to it, so allies that see the
-        same picture spread over the enemies instead of all shooting the nearest one; a fighter
-        that is nearest to no enemy takes its own nearest.
-        """
-        enemies = self.layout.enemies(obs)
-        alive = enemies[:, :, _F["alive"]] > 0.5
-        my_range = np.where(alive, enemies[:, :, _F["range"]], np.inf)  # [n, E]
-        allies = self.allies(obs)
-        if allies.shape[1]:
-            ex, ey = _position(enemies)
-            ax, ay = _position(allies)
-            ally_range = np.hypot(ex[:, None, :] - ax[:, :, None], ey[:, None, :] - ay[:, :, None])
-            ally_alive = allies[:, :, _F["alive"]] > 0.5
-            ally_range = np.where(ally_alive[:, :, None], ally_range, np.inf)  # [n, A, E]
-            mine = alive & (my_range <= ally_range.min(axis=1))
-        else:
-            mine = alive
-        claimed = np.where(mine, my_range, np.inf)
-        target = np.where(mine.any(axis=1), claimed.argmin(axis=1), my_range.argmin(axis=1))
-        return np.where(alive.any(axis=1), target, -1)
-
     def _fire(
         self, obs: np.ndarray, enemy: np.ndarray, has_target: np.ndarray, target_bearing: np.ndarray
     ) -> np.ndarray:
@@ -248,12 +224,6 @@ class HeuristicPilot(MidrangePilot):
         burning = own[:, :, _M["tof"]] < self.tuning.burn_fraction_of_flight
         live = (own[:, :, _M["present"]] > 0.5) & ((own[:, :, _M["closing"]] > 0.0) | burning)
         return live.any(axis=1)
-
-
-def _position(fighters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (x ahead, y left, in range units) of a [n, m, 9] fighter block, relative to me."""
-    r = fighters[:, :, _F["range"]]
-    return r * fighters[:, :, _F["bearing_cos"]], r * fighters[:, :, _F["bearing_sin"]]
 
 
 class EvaderPilot(HeuristicPilot):

@@ -87,6 +87,32 @@ class MidrangeObsLayout:
         pick = np.where(found, np.where(in_cone, cos, -np.inf).argmax(axis=1), 0)
         return enemies[np.arange(len(obs)), pick], found
 
+    def assigned_enemy(self, obs: np.ndarray) -> np.ndarray:
+        """[n] index (in ``enemies``) of the enemy each fighter is left to attack, -1 with none alive.
+
+        The heuristic pilot's split of targets: each alive enemy is left to the friendly fighter
+        nearest to it (this one included), so allies that see the same picture spread over the
+        enemies instead of all attacking the nearest one; a fighter nearest to no enemy takes its own
+        nearest. In 1v1 it is the enemy."""
+        enemies = self.enemies(obs)
+        rng, cos, sin = (feature(name, FIGHTER) for name in ("range", "bearing_cos", "bearing_sin"))
+        alive = enemies[:, :, feature("alive", FIGHTER)] > 0.5
+        my_range = np.where(alive, enemies[:, :, rng], np.inf)  # [n, E]
+        allies = self.allies(obs)
+        if allies.shape[1]:
+            # positions relative to me (x ahead, y left, in range units)
+            ex, ey = enemies[:, :, rng] * enemies[:, :, cos], enemies[:, :, rng] * enemies[:, :, sin]
+            ax, ay = allies[:, :, rng] * allies[:, :, cos], allies[:, :, rng] * allies[:, :, sin]
+            ally_range = np.hypot(ex[:, None, :] - ax[:, :, None], ey[:, None, :] - ay[:, :, None])
+            ally_alive = allies[:, :, feature("alive", FIGHTER)] > 0.5
+            ally_range = np.where(ally_alive[:, :, None], ally_range, np.inf)  # [n, A, E]
+            mine = alive & (my_range <= ally_range.min(axis=1))
+        else:
+            mine = alive
+        claimed = np.where(mine, my_range, np.inf)
+        target = np.where(mine.any(axis=1), claimed.argmin(axis=1), my_range.argmin(axis=1))
+        return np.where(alive.any(axis=1), target, -1)
+
     def allies(self, obs: np.ndarray) -> np.ndarray:
         """[n, max_team - 1, 9] view."""
         n = len(FIGHTER)

@@ -223,13 +223,33 @@ class Pointing(AdvantageShaping):
     Rewards turning the nose toward the enemy, where missiles can be launched. ``zero_sum=True``
     subtracts the enemy's own pointing at me (the cosine of the aspect): the classic angle
     advantage, 2 with the enemy's tail in front of my nose, -2 the other way round, and in 1v1 one
-    side's potential is the other's negative. It also credits forcing the enemy to turn away."""
+    side's potential is the other's negative. It also credits forcing the enemy to turn away.
+
+    ``target="assigned"`` points at the enemy left to me by the heuristic pilot's split of targets
+    (``MidrangeObsLayout.assigned_enemy``: each enemy to the friendly fighter nearest it) instead of
+    my nearest, so that a team's fighters are credited for spreading over the enemies rather than
+    all turning to the same one. In 1v1 both are the enemy."""
+
+    TARGETS = ("nearest", "assigned")
+
+    def __init__(self, gamma: float | None = None, bootstrap_truncation: bool | None = None,
+                 zero_sum: bool = False, target: str = "nearest") -> None:
+        super().__init__(gamma, bootstrap_truncation, zero_sum)
+        if target not in self.TARGETS:
+            raise RewardError(f"target={target!r} is not one of {list(self.TARGETS)}")
+        self.target = target
 
     def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
-        nearest, valid = self.nearest_enemy(batch, obs)
-        phi = nearest[:, ENEMY_BEARING_COS]
+        if self.target == "assigned":
+            layout = self.midrange_layout(batch)
+            pick = layout.assigned_enemy(obs)
+            enemy = layout.enemies(obs)[np.arange(len(obs)), np.maximum(pick, 0)]
+            valid = (layout.self_features(obs)[:, SELF_ALIVE] > 0.5) & (pick >= 0)
+        else:
+            enemy, valid = self.nearest_enemy(batch, obs)
+        phi = enemy[:, ENEMY_BEARING_COS]
         if self.zero_sum:
-            phi = phi - nearest[:, ENEMY_ASPECT_COS]
+            phi = phi - enemy[:, ENEMY_ASPECT_COS]
         return np.where(valid, phi, 0.0).astype(np.float32)
 
 
