@@ -95,14 +95,11 @@ class MidrangeObsLayout:
         enemies instead of all attacking the nearest one; a fighter nearest to no enemy takes its own
         nearest. In 1v1 it is the enemy."""
         enemies = self.enemies(obs)
-        rng, cos, sin = (feature(name, FIGHTER) for name in ("range", "bearing_cos", "bearing_sin"))
         alive = enemies[:, :, feature("alive", FIGHTER)] > 0.5
-        my_range = np.where(alive, enemies[:, :, rng], np.inf)  # [n, E]
+        my_range = np.where(alive, enemies[:, :, feature("range", FIGHTER)], np.inf)  # [n, E]
         allies = self.allies(obs)
         if allies.shape[1]:
-            # positions relative to me (x ahead, y left, in range units)
-            ex, ey = enemies[:, :, rng] * enemies[:, :, cos], enemies[:, :, rng] * enemies[:, :, sin]
-            ax, ay = allies[:, :, rng] * allies[:, :, cos], allies[:, :, rng] * allies[:, :, sin]
+            (ex, ey), (ax, ay) = _relative_position(enemies), _relative_position(allies)
             ally_range = np.hypot(ex[:, None, :] - ax[:, :, None], ey[:, None, :] - ay[:, :, None])
             ally_alive = allies[:, :, feature("alive", FIGHTER)] > 0.5
             ally_range = np.where(ally_alive[:, :, None], ally_range, np.inf)  # [n, A, E]
@@ -129,6 +126,13 @@ class MidrangeObsLayout:
         return obs[:, self.own_missiles_start : self.legal_start].reshape(
             len(obs), self.tracked_missiles, len(MISSILE)
         )
+
+
+def _relative_position(fighters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x ahead, y left) of a [n, m, 9] fighter block relative to the observing fighter, in range units."""
+    r = fighters[:, :, feature("range", FIGHTER)]
+    cos, sin = (fighters[:, :, feature(name, FIGHTER)] for name in ("bearing_cos", "bearing_sin"))
+    return r * cos, r * sin
 
 
 def feature(name: str, table: tuple[str, ...]) -> int:

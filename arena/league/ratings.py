@@ -139,7 +139,8 @@ class Ratings:
         team_a = check_team([a] if isinstance(a, str) else a, "a")
         team_b = check_team([b] if isinstance(b, str) else b, "b")
         ratings = [self.get(p) for p in team_a + team_b]
-        delta = sum(self.get(p)[0] for p in team_a) - sum(self.get(p)[0] for p in team_b)
+        split = len(team_a)
+        delta = sum(mu for mu, _ in ratings[:split]) - sum(mu for mu, _ in ratings[split:])
         denom = math.sqrt(len(ratings) * self.env.beta**2 + sum(sigma**2 for _, sigma in ratings))
         return NormalDist().cdf(delta / denom)
 
