@@ -46,6 +46,18 @@ def test_the_bare_command_uses_the_from_scratch_recipe_and_rpsw_keeps_the_outcom
     assert compose_run_config(["agent.action_prior=null"]).agent.action_prior is None
 
 
+def test_2v2_trains_with_the_teams_trainer_unless_the_command_line_names_one():
+    default = compose_run_config([]).trainer
+    teams = compose_run_config(["env=midrange_2v2", "+league=selfplay"]).trainer
+    assert teams.ent_coef == 2 * default.ent_coef and teams.total_timesteps == 130_000_000
+    assert (teams.learning_rate, teams.gamma, teams.minibatch_size) == (
+        default.learning_rate, default.gamma, default.minibatch_size
+    )
+    assert compose_run_config(["env=midrange_2v2", "trainer=quick"]).trainer.total_timesteps == 20_000
+    assert compose_run_config(["env=midrange_2v2", "trainer.ent_coef=0.05"]).trainer.ent_coef == 0.05
+    assert compose_run_config(["env=midrange_4v4"]).trainer.ent_coef == default.ent_coef
+
+
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
