@@ -72,3 +72,21 @@ def test_sampling_players_play_every_game_of_every_matchup(tmp_path):
 def test_bad_matchups_are_refused_clearly(tmp_path, matchups, message):
     with pytest.raises(ValueError, match=message):
         play_matchups(players(tmp_path), matchups, MatchSettings(game="rpsw", games=2))
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_policies_stepped_in_one_bank_play_the_games_they_play_stepped_one_at_a_time(tmp_path, deterministic):
+    # Grouped inference (the round robin's default) against one forward pass per player: the same
+    # logits to float tolerance, each player's own generator over its own rows, so the same games.
+    import arena
+
+    env = arena.make("midrange", num_envs=1)
+    ps = players(tmp_path, "midrange", env.obs_dim, tuple(int(n) for n in env.action_space.nvec),
+                 bots=("scripted:heuristic",))
+    settings = MatchSettings(game="midrange", games=6, num_envs=6, seed=7, num_threads=1,
+                             deterministic=deterministic, overrides={"time_limit_s": 60.0})
+    matchups = list(itertools.combinations(ps, 2))
+    banked = play_matchups(ps, matchups, settings, grouped=True)
+    alone = play_matchups(ps, matchups, settings, grouped=False)
+    assert [r.matches for r in banked] == [r.matches for r in alone]
+    assert sum(r.games for r in banked) == 6 * len(matchups)

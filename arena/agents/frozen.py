@@ -146,11 +146,7 @@ class PolicyAgent:
             logits = self.frozen.step([0], [(0, n)], torch.from_numpy(rows).to(self.device),
                                       torch.from_numpy(obs).to(self.device),
                                       torch.from_numpy(episode_start).to(self.device))
-            if self.deterministic:
-                heads = logits.split(self.policy.action_nvec, dim=-1)
-                actions = torch.stack([head.argmax(dim=-1) for head in heads], dim=-1)
-            else:
-                actions, _ = self.policy.sample_actions(logits, self.generator)
+            actions = choose_actions(self.policy, logits, self.generator, self.deterministic)
         return np.ascontiguousarray(actions.cpu().numpy(), dtype=np.int32)
 
     def __repr__(self) -> str:
@@ -158,3 +154,12 @@ class PolicyAgent:
             f"PolicyAgent(obs_dim={self.obs_dim}, action_nvec={list(self.action_nvec)}, "
             f"num_rows={self.num_rows}, deterministic={self.deterministic})"
         )
+
+
+def choose_actions(policy: Policy, logits: Tensor, generator: torch.Generator, deterministic: bool) -> Tensor:
+    """``policy``'s actions ``[n, dims]`` for ``logits``: drawn with ``generator``, or with
+    ``deterministic`` the most likely action of every head."""
+    if deterministic:
+        heads = logits.split(policy.action_nvec, dim=-1)
+        return torch.stack([head.argmax(dim=-1) for head in heads], dim=-1)
+    return policy.sample_actions(logits, generator)[0]

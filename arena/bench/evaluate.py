@@ -5,9 +5,10 @@ LSTM policies of about 143k parameters (``Policy(obs_dim, [5, 3, 2], 128, 128)``
 sampling) where batched inference dominates. Figures depend on the machine and its load.
 
 ``--round-robin N``: a round robin of N such policies (what ``arena.evaluate --league`` plays), timed
-both ways in the same run: one pairing at a time (``play_match`` for each pair, as before) and side
-by side in one batched env (``play_matchups``, what the round robin uses now); prints both rates and
-their ratio.
+three ways in the same run: one pairing at a time (``play_match`` for each pair), side by side in one
+batched env with a forward pass per player (``play_matchups(grouped=False)``), and side by side with
+the policies stepped together in one bank (``play_matchups(grouped=True)``, what the round robin
+does when its policies average few rows); prints the rates and the grouped way's speed-up over each.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round-robin", type=int, default=0, metavar="N",
                         help="also time a round robin of N policies, one pairing at a time and side by side")
     parser.add_argument("--games-per-pair", type=int, default=64, help="round robin games per pairing")
+    parser.add_argument("--skip-one-at-a-time", action="store_true",
+                        help="round robin: time only the side-by-side ways (slow for a large N)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.torch_threads)
     if args.round_robin:
@@ -94,15 +97,23 @@ def round_robin(args: argparse.Namespace) -> int:
     print(f"round robin of {len(players)} LSTM policies: {len(matchups)} pairings x {settings.even_games} "
           f"games on {settings.envs} envs each, core threads {args.threads or 'all'}, "
           f"torch threads {args.torch_threads}")
+    seconds: dict[str, float] = {}
     start = time.perf_counter()
-    for a, b in matchups:
-        play_match(players[a], players[b], settings)
-    one_at_a_time = time.perf_counter() - start
+    if not args.skip_one_at_a_time:
+        for a, b in matchups:
+            play_match(players[a], players[b], settings)
+        seconds["one pairing at a time"] = time.perf_counter() - start
     start = time.perf_counter()
-    play_matchups(players, matchups, settings)
-    side_by_side = time.perf_counter() - start
-    for label, seconds in (("one pairing at a time", one_at_a_time), ("side by side", side_by_side)):
-        print(f"{label:22}: {games} games in {seconds:7.2f} s, {games / seconds:8.1f} games/s")
-    print(f"speed-up {one_at_a_time / side_by_side:.2f}x")
+    play_matchups(players, matchups, settings, grouped=False)
+    seconds["side by side, a pass per player"] = time.perf_counter() - start
+    start = time.perf_counter()
+    play_matchups(players, matchups, settings, grouped=True)
+    seconds["side by side, one grouped pass"] = time.perf_counter() - start
+    for label, s in seconds.items():
+        print(f"{label:32}: {games} games in {s:7.2f} s, {games / s:8.1f} games/s")
+    grouped = seconds["side by side, one grouped pass"]
+    for label, s in seconds.items():
+        if s != grouped:
+            print(f"grouped against {label}: {s / grouped:.2f}x")
     return 0
 
