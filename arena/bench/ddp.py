@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import socket
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -92,12 +93,24 @@ def train_rank(rank: int, world: int, port: int, spec: dict[str, Any], out_dir: 
             collective.close()
 
 
+def spawned_rank(rank: int, world: int, port: int, spec: dict[str, Any], out_dir: str) -> None:
+    """``train_rank`` in a spawned process that ends at once when it is done. Its files are written
+    and its process group left (every rank through the closing barrier); what is left is the
+    interpreter's and the C++ libraries' own teardown, where gloo's threads have aborted a finished
+    rank ("terminate called without an active exception", once in a CI run) and turned a run that
+    succeeded into a failure. An error still propagates: the spawner reports it."""
+    train_rank(rank, world, port, spec, out_dir)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
+
+
 def run(world: int, spec: dict[str, Any], out_dir: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Runs ``train_rank`` on ``world`` spawned processes; returns rank 0's parameters and figures."""
     import torch.multiprocessing as mp
 
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    mp.start_processes(train_rank, args=(world, free_port(), spec, out_dir), nprocs=world, join=True,
+    mp.start_processes(spawned_rank, args=(world, free_port(), spec, out_dir), nprocs=world, join=True,
                        start_method="spawn")
     params = torch.load(Path(out_dir) / f"world-{world}.pt", weights_only=True)
     return params, json.loads((Path(out_dir) / f"world-{world}.json").read_text())
