@@ -22,7 +22,7 @@ def test_the_defaults_are_valid() -> None:
         ("device", "tpu", "device='tpu'"),
         ("rollout_steps", 100, "rollout_steps=100 must be a multiple of bptt_horizon=64"),
         ("minibatch_size", 1000, "minibatch_size=1000 must be a multiple"),
-        ("overlap", "yes", "overlap='yes' must be true or false"),
+        ("overlap", "yes", "overlap='yes' is not allowed: use true, false or 'auto'"),
         ("torch_threads", 0, "torch_threads=0"),
         ("lr_anneal_power", 0.0, "lr_anneal_power=0.0 is out of range"),
     ],

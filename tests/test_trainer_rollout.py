@@ -280,3 +280,27 @@ def test_the_games_events_per_learner_fighter_and_match_are_logged() -> None:
     assert events["hits"] == pytest.approx(events["was_hit"])
     assert events["missed"] == pytest.approx(events["evaded"])
     assert events["fired"] >= events["hits"] + events["missed"]  # the rest were in flight at the end
+
+
+def test_overlap_auto_splits_the_envs_unless_frozen_policies_can_be_opponents(tmp_path) -> None:
+    # auto: halves for the learner itself and scripted bots; one piece when a frozen policy can play
+    # (a checkpoint here; a league's matchmaker too), so each frozen player's weights are read once a
+    # step. An explicit true or false is obeyed.
+    from arena.agents.policy import Policy
+
+    bots = rpsw_trainer(mixed_matchmaker())
+    assert bots.config.overlap == "auto" and len(bots.rollout.halves) == 2
+    path = tmp_path / "frozen.pt"
+    torch.save({"policy_spec": bots.policy.spec, "policy": Policy(**bots.policy.spec).state_dict()}, path)
+    frozen_mix = FixedMix({"mirror": 1.0, f"checkpoint:{path}": 1.0}, redraw=True, seed=5)
+    assert len(rpsw_trainer(frozen_mix).rollout.halves) == 1
+    from arena.league.config import league_config
+    from arena.league.training import LeagueRun
+
+    league = LeagueRun(league_config({"name": "selfplay"}), tmp_path / "league", game="rpsw")
+    try:
+        assert len(rpsw_trainer(league.matchmaker()).rollout.halves) == 1
+    finally:
+        league.close()
+    assert len(rpsw_trainer(frozen_mix, overlap=True).rollout.halves) == 2
+    assert len(rpsw_trainer(mixed_matchmaker(), overlap=False).rollout.halves) == 1

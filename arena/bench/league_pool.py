@@ -116,7 +116,7 @@ def main(args: argparse.Namespace) -> int:
     from arena.train import build_reward_fn, build_trainer, open_league
 
     common = [f"trainer.num_envs={args.num_envs}", f"trainer.seed={args.seed}", "dashboard=false",
-              "logger=none", "trainer.total_timesteps=1000000000000"]
+              "logger=none", "trainer.total_timesteps=1000000000000", *args.override]
     if args.torch_threads:
         common.append(f"trainer.torch_threads={args.torch_threads}")
     league_overrides = [f"+league={args.league}", "league.snapshot.every_steps=1000000000000",
@@ -154,7 +154,8 @@ def main(args: argparse.Namespace) -> int:
             opponents = 100 * league.opponents_inference / league.wall
             print(f"league work (in the league's wall time): {100 * league_work / league.wall:.1f}%  "
                   f"({parts}); opponents' inference {opponents:.1f}%")
-            print(f"distinct frozen players per half-step: {statistics.mean(league.opponents_per_half):.1f}; "
+            passes = "half-step" if len(league_trainer.rollout.halves) > 1 else "step (one pass: overlap off)"
+            print(f"distinct frozen players per {passes}: {statistics.mean(league.opponents_per_half):.1f}; "
                   f"frozen players loaded {cache.loads} times, {len(cache.loaded)} resident now "
                   f"(cache_size {league_run.config.cache_size})")
             print(f"resident memory: {rss:,.0f} MiB now, {peak:,.0f} MiB peak "
@@ -182,3 +183,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool-dir", default=None, help="league run directory holding the pool (reused)")
     parser.add_argument("--rounds", type=int, default=4, help="measured rounds (league mode)")
     parser.add_argument("--turn", type=int, default=2, help="updates per trainer per round (league mode)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for both trainers (league mode; repeatable), "
+                             "e.g. trainer.overlap=false")

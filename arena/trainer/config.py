@@ -75,7 +75,10 @@ class TrainerConfig:
     max_grad_norm: float = 0.5
     norm_adv: bool = True
     compile: bool = False  # torch.compile the policy's step and sequence paths
-    overlap: bool = True  # double buffering: simulate half the envs while the policy acts on the other
+    # double buffering: simulate half the envs while the policy acts on the other. "auto": on, except
+    # where frozen policies can be opponents and the policy runs on the CPU (a league): each frozen
+    # player's weights are then read once a step instead of once a half (+11% SPS with 50 snapshots)
+    overlap: bool | str = "auto"
     # kickstarting: cross-entropy toward a scripted teacher's actions, weight annealed to kickstart_coef_end
     kickstart_teacher: str | None = None  # e.g. "scripted:heuristic"; None: off
     kickstart_coef: float = 1.0  # weight of the teacher loss at step 0
@@ -133,7 +136,9 @@ class TrainerConfig:
         _require_float(self, "vf_clip_coef", low=0.0)
         _require_float(self, "ent_coef", low=0.0)
         _require_float(self, "max_grad_norm", low=0.0, low_open=True)
-        for name in ("anneal_lr", "norm_adv", "compile", "overlap", "bootstrap_truncation"):
+        if self.overlap not in (True, False, "auto") or not isinstance(self.overlap, bool | str):
+            raise ValueError(f"overlap={self.overlap!r} is not allowed: use true, false or 'auto'")
+        for name in ("anneal_lr", "norm_adv", "compile", "bootstrap_truncation"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} must be true or false")
         if not isinstance(self.checkpoint_dir, str) or not self.checkpoint_dir:

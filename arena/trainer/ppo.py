@@ -42,7 +42,7 @@ import torch
 from torch import Tensor
 
 import arena
-from arena.agents.players import MIRROR
+from arena.agents.players import MIRROR, parse_player
 from arena.agents.policy import Policy
 from arena.games import spec
 from arena.trainer.advantage import compute_gae
@@ -104,6 +104,7 @@ class PPOTrainer:
         self.env_spec = {"game": game, "team_sizes": list(team_sizes), "overrides": dict(env_overrides or {})}
         self.collective = collective if collective is not None and collective.world > 1 else None
         self.shard = self.collective.shard(cfg.num_envs) if self.collective else Shard.of(0, 1, cfg.num_envs)
+        given_matchmaker = matchmaker
         if self.collective is not None and not self.collective.from_main(_mirror_only(matchmaker)):
             matchmaker = self._shared(matchmaker)  # rank 0's matchmaker decides for every rank
         try:
@@ -160,8 +161,14 @@ class PPOTrainer:
                 game, self.env.team_sizes, self.env.params, seed=cfg.seed,
             )
         self.stats = RolloutStats()
+        overlap = cfg.overlap
+        if overlap == "auto":  # every rank decides as rank 0 does: they must step their halves alike
+            frozen = _may_play_frozen_policies(given_matchmaker)
+            if self.collective is not None:
+                frozen = bool(self.collective.from_main(frozen))
+            overlap = not (frozen and self.device.type == "cpu")
         self.rollout = Rollout(
-            self.env, self.policy, self.opponents, self.experience, self.stats, overlap=cfg.overlap,
+            self.env, self.policy, self.opponents, self.experience, self.stats, overlap=bool(overlap),
             reward_fn=reward_fn, generator=self.generator, step_fn=self._step_fn, device=self.device,
             bootstrap_truncation=cfg.bootstrap_truncation, env_offset=self.shard.env_offset,
             total_envs=self.shard.total_envs,
@@ -599,6 +606,16 @@ class _SequenceModule(torch.nn.Module):
         self, obs: Tensor, state: tuple[Tensor, Tensor], starts: Tensor, value_class: Tensor | None = None
     ) -> tuple[list[Tensor], Tensor]:
         return self.policy.forward_sequence(obs, state, starts, value_class)
+
+
+def _may_play_frozen_policies(matchmaker: Matchmaker | None) -> bool:
+    """Whether ``matchmaker`` may hand out frozen policies: anything but a ``FixedMix`` of the learner
+    itself and scripted bots (a league's matchmaker, a mix with checkpoints, one it cannot tell)."""
+    if matchmaker is None:
+        return False
+    if isinstance(matchmaker, FixedMix):
+        return any(parse_player(p).kind not in ("mirror", "scripted") for p in matchmaker.player_ids)
+    return True
 
 
 def _mirror_only(matchmaker: Matchmaker | None) -> bool:
