@@ -69,13 +69,32 @@ def test_training_replays_exactly_the_log_probs_the_rollout_computed() -> None:
     trainer.close()
 
 
-def test_overlapped_and_sequential_rollouts_collect_identical_experience() -> None:
-    trainers = [rpsw_trainer(mixed_matchmaker(), overlap=flag) for flag in (True, False)]
+@pytest.mark.parametrize("frozen", [False, True])
+def test_overlapped_and_sequential_rollouts_collect_identical_experience(tmp_path, frozen) -> None:
+    # With a frozen policy in the mix (frozen=True), the opponents act once a step on both halves
+    # while the learner acts half by half: still the experience of one piece.
+    matchmaker = mixed_matchmaker
+    if frozen:
+        from arena.agents.policy import Policy
+
+        spec = rpsw_trainer(FixedMix("mirror")).policy.spec
+        torch.manual_seed(11)
+        opponent = Policy(**spec)
+        scramble(opponent)
+        path = tmp_path / "frozen.pt"
+        torch.save({"policy_spec": spec, "policy": opponent.state_dict()}, path)
+
+        def matchmaker() -> FixedMix:
+            return FixedMix({"mirror": 1.0, "scripted:random": 1.0, f"checkpoint:{path}": 2.0}, redraw=True,
+                            seed=5)
+    trainers = [rpsw_trainer(matchmaker(), overlap=flag) for flag in (True, False)]
     assert len(trainers[0].rollout.halves) == 2 and len(trainers[1].rollout.halves) == 1
     for trainer in trainers:
         scramble(trainer.policy)
         trainer.evaluate()
+        trainer.evaluate()  # a second rollout: opponents reassigned over the first
     a, b = (t.experience for t in trainers)
+    assert frozen == any(p.startswith("checkpoint:") for p in trainers[0].opponents.assignment())
     for name in ("obs", "actions", "logprobs", "values", "rewards", "terminals", "episode_starts",
                  "learner_mask", "state_h", "next_value"):
         torch.testing.assert_close(getattr(a, name), getattr(b, name), msg=name)

@@ -74,14 +74,15 @@ class Timed:
         self.agent_sps: list[float] = []  # every row of the main trainer's envs, learner or not
         self.opponents_per_half: list[float] = []
 
-    def samples(self) -> int:
-        total = int(self.trainer.global_step)
+    def steps(self) -> dict[int, int]:
+        """Learner samples so far of the main trainer and of each exploiter's, by trainer."""
+        trainers = [self.trainer]
         if self.league_run is not None:
-            total += sum(int(e.trainer.global_step) for e in self.league_run.exploiters)
-        return total
+            trainers += [e.trainer for e in self.league_run.exploiters]
+        return {id(t): int(t.global_step) for t in trainers}
 
     def update(self, measured: bool) -> None:
-        before = self.samples()
+        before = self.steps()
         t0 = time.perf_counter()
         self.trainer.evaluate()
         self.trainer.train()
@@ -89,7 +90,10 @@ class Timed:
         elapsed = time.perf_counter() - t0
         if not measured:
             return
-        self.sps.append((self.samples() - before) / elapsed)
+        # An exploiter that restarts from fresh weights in this update starts counting from 0.
+        after = self.steps()
+        samples = sum(n - before.get(k, 0) if n >= before.get(k, 0) else n for k, n in after.items())
+        self.sps.append(samples / elapsed)
         self.agent_sps.append(self.trainer.config.rollout_steps * self.trainer.experience.rows / elapsed)
         self.wall += elapsed
         for part in TIME_PARTS:

@@ -6,10 +6,13 @@ while the main thread stores the other half's results and computes its next acti
 "half" holds every env and steps in the main thread. Both give identical experience.
 
 Step ``t`` of a half: store obs, episode starts and learner mask; the learner acts on its rows (one
-batched forward), each opponent on its own; launch the env step. When the step is back: store rewards
-and end flags, bootstrap truncated learner rows from the final observation's value (with the state
-before the reset), mark the next episode starts, report finished matches and let the matchmaker pick
-the next opponents. A ``reward_fn``, if given, sees every row of a step at once, after both halves.
+batched forward); launch the env step. Where the first half has opponents, they act once a step on
+both halves (once the second half is back, before the first is launched): every frozen player in
+play reads its weights once a step, not once a half, and the first half is simulated while the
+learner acts on the second. When the step is back: store rewards and end flags, bootstrap truncated
+learner rows from the final observation's value (with the state before the reset), mark the next
+episode starts, report finished matches and let the matchmaker pick the next opponents. A
+``reward_fn``, if given, sees every row of a step at once, after both halves.
 
 Random numbers: at each step one generator draws a uniform number per row and action dimension for
 every row of the run (``total_rows``; this process's rows are ``[row_offset, row_offset + rows)``),
@@ -187,14 +190,39 @@ class Rollout:
         with torch.inference_mode():
             for t in range(exp.steps):
                 self._draw_noise()
-                for k in range(len(self.halves)):
+                if last == 0:
                     if t > 0:
-                        self._wait(k)
-                        self._store_results(k, t - 1)
-                        if k == last:
-                            self._finish_step(t - 1)
-                    self._act(k, t)
-                    self._launch(k)
+                        self._wait(0)
+                        self._store_results(0, t - 1)
+                        self._finish_step(t - 1)
+                    self._act(0, t)
+                    self._launch(0)
+                    continue
+                # Halves: the learner acts on each half as it comes back. Where the first half has
+                # opponents, they act once on both halves (a frozen player's weights are read once a
+                # step, not once a half) when the second is back; the first half is then simulated
+                # while the learner acts on the second. Otherwise the first half goes at once.
+                if t > 0:
+                    self._wait(0)
+                    self._store_results(0, t - 1)
+                self._act(0, t, opponents=False)
+                at_once = not self._has_opponents(0)
+                if at_once:
+                    self._emit_actions(0, t)
+                    self._launch(0)
+                if t > 0:
+                    self._wait(1)
+                    self._store_results(1, t - 1)
+                    self._finish_step(t - 1)
+                if at_once:
+                    self._act(1, t)
+                else:
+                    self._opponents_act(0, self.env.num_envs, t)
+                    self._emit_actions(0, t)
+                    self._launch(0)
+                    self._act(1, t, opponents=False)
+                    self._emit_actions(1, t)
+                self._launch(1)
             for k in range(len(self.halves)):
                 self._wait(k)
                 self._store_results(k, exp.steps - 1)
@@ -238,7 +266,9 @@ class Rollout:
             return self._obs, self.next_start
         return self.exp.obs[t], self.exp.episode_starts[t]
 
-    def _act(self, k: int, t: int) -> None:
+    def _act(self, k: int, t: int, opponents: bool = True) -> None:
+        """Half ``k``'s inputs of step ``t`` into the experience and the learner's actions on its
+        rows; with ``opponents``, the opponents' actions too, and the half's actions are emitted."""
         exp, s = self.exp, self._rows(k)
         exp.obs[t, s] = self._obs[s]
         exp.episode_starts[t, s] = self.next_start[s]
@@ -250,17 +280,37 @@ class Rollout:
             exp.state_c[t // exp.horizon, s] = self.c[s]
         t0 = time.perf_counter()
         groups = self.opponents.groups(*self.halves[k])
-        obs, starts = self._device_rows(t)
         if groups.learner_count:
+            obs, starts = self._device_rows(t)
             self._learner_act(groups, obs, starts, t)
-        if groups.scripted or groups.policies:
-            if groups.scripted and self.env_on_gpu:
-                self.env.sync_host(*self.halves[k])  # scripted bots read numpy observations
-            t1 = time.perf_counter()
-            self.opponents.act(groups, self.core.obs, obs, starts, self.actions, self.noise)
-            self.stats.add_time("inference_opponents", time.perf_counter() - t1)
         self.stats.add_time("inference", time.perf_counter() - t0)
-        exp.actions[t, s] = self.actions[s]
+        if opponents:
+            self._opponents_act(*self.halves[k], t)
+            self._emit_actions(k, t)
+
+    def _has_opponents(self, k: int) -> bool:
+        """Whether any row of half ``k`` is an opponent's (a scripted bot or a frozen policy)."""
+        groups = self.opponents.groups(*self.halves[k])
+        return bool(groups.scripted or groups.policies)
+
+    def _opponents_act(self, begin: int, end: int, t: int) -> None:
+        """The opponents' actions on envs ``[begin, end)`` (their inputs of step ``t`` stored)."""
+        groups = self.opponents.groups(begin, end)
+        if not (groups.scripted or groups.policies):
+            return
+        t0 = time.perf_counter()
+        if groups.scripted and self.env_on_gpu:
+            self.env.sync_host(begin, end)  # scripted bots read numpy observations
+        obs, starts = self._device_rows(t)
+        self.opponents.act(groups, self.core.obs, obs, starts, self.actions, self.noise)
+        spent = time.perf_counter() - t0
+        self.stats.add_time("inference_opponents", spent)
+        self.stats.add_time("inference", spent)
+
+    def _emit_actions(self, k: int, t: int) -> None:
+        """Half ``k``'s actions of step ``t`` into the experience and the buffer the core reads."""
+        s = self._rows(k)
+        self.exp.actions[t, s] = self.actions[s]
         self.env_actions_t[s] = self.actions[s]
 
     def _learner_act(self, groups: RowGroups, obs: Tensor, starts: Tensor, t: int) -> None:
