@@ -72,7 +72,7 @@ class Timed:
         self.league_time = dict.fromkeys(LEAGUE_PARTS, 0.0)
         self.wall = 0.0
         self.agent_sps: list[float] = []  # every row of the main trainer's envs, learner or not
-        self.opponents_per_half: list[float] = []
+        self.opponents_per_step: list[float] = []
 
     def steps(self) -> dict[int, int]:
         """Learner samples so far of the main trainer and of each exploiter's, by trainer."""
@@ -103,10 +103,9 @@ class Timed:
         self.opponents_inference += metrics.get("time/inference_opponents", 0.0)
         for part in LEAGUE_PARTS:
             self.league_time[part] += metrics.get(f"league/time/{part}", 0.0)
-        opponents = self.trainer.opponents
-        distinct = [sum(len(b.players) for b in opponents.groups(*half).policies)
-                    for half in self.trainer.rollout.halves]
-        self.opponents_per_half.append(statistics.mean(distinct))
+        opponents = self.trainer.opponents  # they act once a step on every env, halves or not
+        batches = opponents.groups(0, opponents.num_envs).policies
+        self.opponents_per_step.append(sum(len(b.players) for b in batches))
 
     def report(self) -> str:
         total = sum(self.split.values()) or 1.0
@@ -158,8 +157,7 @@ def main(args: argparse.Namespace) -> int:
             opponents = 100 * league.opponents_inference / league.wall
             print(f"league work (in the league's wall time): {100 * league_work / league.wall:.1f}%  "
                   f"({parts}); opponents' inference {opponents:.1f}%")
-            passes = "half-step" if len(league_trainer.rollout.halves) > 1 else "step (one pass: overlap off)"
-            print(f"distinct frozen players per {passes}: {statistics.mean(league.opponents_per_half):.1f}; "
+            print(f"distinct frozen players per step: {statistics.mean(league.opponents_per_step):.1f}; "
                   f"frozen players loaded {cache.loads} times, {len(cache.loaded)} resident now "
                   f"(cache_size {league_run.config.cache_size})")
             print(f"resident memory: {rss:,.0f} MiB now, {peak:,.0f} MiB peak "
