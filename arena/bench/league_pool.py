@@ -119,11 +119,13 @@ def main(args: argparse.Namespace) -> int:
     from arena.train import build_reward_fn, build_trainer, open_league
 
     common = [f"trainer.num_envs={args.num_envs}", f"trainer.seed={args.seed}", "dashboard=false",
-              "logger=none", "trainer.total_timesteps=1000000000000", *args.override]
+              "logger=none", "trainer.total_timesteps=1000000000000",
+              *[o for o in args.override if not o.startswith("league.")]]
     if args.torch_threads:
         common.append(f"trainer.torch_threads={args.torch_threads}")
     league_overrides = [f"+league={args.league}", "league.snapshot.every_steps=1000000000000",
-                        "league.snapshot.beat_all_threshold=null"]
+                        "league.snapshot.beat_all_threshold=null",
+                        *[o for o in args.override if o.startswith("league.")]]
     with tempfile.TemporaryDirectory() as tmp:
         pool_dir = Path(args.pool_dir) if args.pool_dir else Path(tmp) / "pool"
         pool_dir.mkdir(parents=True, exist_ok=True)
@@ -186,5 +188,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=4, help="measured rounds (league mode)")
     parser.add_argument("--turn", type=int, default=2, help="updates per trainer per round (league mode)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config override for both trainers (league mode; repeatable), "
-                             "e.g. trainer.overlap=false")
+                        help="a config override (league mode; repeatable): league.* for the league, "
+                             "anything else for both, e.g. trainer.overlap=false or league.cache_size=64")
