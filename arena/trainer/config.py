@@ -76,8 +76,8 @@ class TrainerConfig:
     norm_adv: bool = True
     compile: bool = False  # torch.compile the policy's step and sequence paths
     # double buffering: simulate half the envs while the policy acts on the other. "auto": on, except
-    # where frozen policies can be opponents and the policy runs on the CPU (a league): each frozen
-    # player's weights are then read once a step instead of once a half (+11% SPS with 50 snapshots)
+    # where frozen policies can be opponents and the policy runs on the CPU (a league: one piece, so
+    # no step is split; docs/architecture.md has the measurements)
     overlap: bool | str = "auto"
     # kickstarting: cross-entropy toward a scripted teacher's actions, weight annealed to kickstart_coef_end
     kickstart_teacher: str | None = None  # e.g. "scripted:heuristic"; None: off
