@@ -66,8 +66,9 @@ class LoggerConfig:
 
 @dataclass
 class OpponentsConfig:
-    """Who drives team 1 when no league runs: ``players`` (``mirror``, ``scripted:<name>`` or a
-    checkpoint path) drawn with ``weights`` for each env at every episode end."""
+    """Who drives team 1 when no league runs: ``players`` (``mirror``, ``scripted:<name>``, a
+    checkpoint path or ``league:<run_dir>``, what that league publishes) drawn with ``weights`` for
+    each env at every episode end."""
 
     players: list[str] = field(default_factory=lambda: ["mirror", "scripted:heuristic"])
     weights: list[float] = field(default_factory=lambda: [0.5, 0.5])
@@ -83,7 +84,18 @@ def opponent_mix(players: list[str], weights: list[float]) -> dict[str, float]:
             f"opponents.players {list(players)} and opponents.weights {list(weights)} must be "
             "non-empty lists of the same length"
         )
-    return dict(zip(players, weights, strict=True))
+    mix: dict[str, float] = {}
+    for player, weight in zip(players, weights, strict=True):
+        if isinstance(player, str) and player.startswith("league:"):
+            # What a league publishes: its newest judged snapshot, or its mixture drawn per match.
+            from arena.league.published import published_checkpoints
+
+            members = published_checkpoints(player.removeprefix("league:"))
+            for member, share in members.items():
+                mix[member] = mix.get(member, 0.0) + float(weight) * share
+        else:
+            mix[player] = mix.get(player, 0.0) + float(weight)
+    return mix
 
 
 @dataclass

@@ -3,7 +3,8 @@
     python -m arena.export CKPT --format onnx|torchscript [--out PATH]
 
 ``CKPT`` is any policy file arena reads: a trainer checkpoint (``checkpoints/trainer.pt``), a league
-snapshot (``league/snapshots/<player>.pt``) or a file written by ``save_policy_snapshot``. The
+snapshot (``league/snapshots/<player>.pt``) or a file written by ``save_policy_snapshot``; or
+``league:RUN_DIR``, the single network that league publishes (``arena.league.published``). The
 exported model computes ``Policy.forward_step`` for ``n`` rows (``n`` is free; equal to float32 rounding):
 
     inputs   obs            float32 [n, obs_dim]            the observation rows, as arena's env gives them
@@ -121,6 +122,21 @@ def read_source(path: str | os.PathLike[str]) -> SourcePolicy:
     return SourcePolicy(policy, path, sha256, "trainer checkpoint" if trainer else "policy file", env)
 
 
+def published_file(run_dir: Path) -> Path:
+    """The snapshot file a league publishes (``league:RUN_DIR``), checked against its sha256;
+    ``ValueError`` for a mixture, which is not one network."""
+    from arena.league.published import published
+    from arena.league.snapshots import verify_snapshot
+
+    found = published(run_dir)
+    if found.is_mixture:
+        raise ValueError(f"league:{run_dir} publishes {found.describe()}; an export is one network: export "
+                         f"one member's file, e.g. {found.members[0].path}")
+    member = found.members[0]
+    verify_snapshot(member.path, member.sha256)
+    return member.path
+
+
 def default_out_path(ckpt: str | os.PathLike[str], fmt: str) -> Path:
     """Next to the checkpoint: ``trainer.pt`` -> ``trainer.onnx`` or ``trainer.torchscript.pt``."""
     ckpt = Path(ckpt)
@@ -179,6 +195,10 @@ def export_policy(ckpt: str | os.PathLike[str], fmt: str, out: str | os.PathLike
     """Exports the policy of ``ckpt`` as ``fmt`` to ``out`` (default: next to ``ckpt``), checks it
     against ``Policy.forward_step``, then writes the model and its ``<out>.json`` atomically."""
     fmt = _check_format(fmt)
+    if str(ckpt).startswith("league:"):  # what a league publishes: its newest judged snapshot
+        run_dir = Path(str(ckpt).removeprefix("league:"))
+        ckpt = published_file(run_dir)
+        out = Path(out) if out is not None else run_dir / f"published{SUFFIXES[fmt]}"
     out = Path(out) if out is not None else default_out_path(ckpt, fmt)
     if out.is_dir():
         raise ExportError(f"--out {out} is a directory; give the path of the file to write")
@@ -346,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
         "step: (obs, h, c, episode_start) -> (logits, value, h_out, c_out); a JSON description is "
         "written next to it as <out>.json.",
     )
-    p.add_argument("checkpoint", metavar="CKPT", help="trainer checkpoint, league snapshot or policy file")
+    p.add_argument("checkpoint", metavar="CKPT", help="trainer checkpoint, league snapshot or policy file, "
+                   "or league:RUN_DIR (the league's published network; default --out RUN_DIR/published.onnx)")
     p.add_argument("--format", required=True, choices=FORMATS, dest="fmt", help="onnx or torchscript")
     p.add_argument("--out", default=None, metavar="PATH",
                    help="file to write (default: next to CKPT, as .onnx or .torchscript.pt)")

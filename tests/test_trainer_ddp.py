@@ -57,6 +57,18 @@ def test_rank_zero_matchmaking_gives_every_rank_the_opponents_one_process_would(
     assert_same_run(run(1, s, str(tmp_path)), run(2, s, str(tmp_path)))
 
 
+def test_a_restore_on_rank_zero_reaches_every_rank_before_the_next_rollout(tmp_path: Path) -> None:
+    # The league's guard restores the learner on rank 0 only; the other ranks must take the same
+    # weights (and clear Adam's moments) before they step or learn again, or DDP would average the
+    # gradients of two different policies.
+    s = spec(tmp_path, updates=3)
+    s["restore_at"] = 1
+    one, two = run(1, s, str(tmp_path / "one")), run(2, s, str(tmp_path / "two"))
+    assert_same_run(one, two)
+    unrestored = run(1, spec(tmp_path, updates=3), str(tmp_path / "plain"))[0]
+    assert max_difference(unrestored, one[0]) > 1e-3  # the restore changed the run
+
+
 def test_a_two_rank_checkpoint_resumes_exactly_on_one_rank_or_two(tmp_path: Path) -> None:
     # A run that writes a checkpoint after update 2 (its matches restart there) and goes on, against
     # its checkpoint resumed: by 2 ranks, and by 1 (the envs re-sharded).

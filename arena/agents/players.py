@@ -5,6 +5,8 @@ A player spec (``parse_player``, the one parser of these names) is
 - ``"scripted:<name>"``: a scripted bot of the game (``SCRIPTED_BOTS`` lists them);
 - ``"checkpoint:<path>"`` or a path to an existing file: a policy file (trainer checkpoint or league
   snapshot);
+- ``"league:<run_dir>"``: what the league in that run directory publishes (``arena.league.published``:
+  its newest judged snapshot, or a mixture of snapshots played one member per match);
 - anything else: an id some other part registered (a league's players), or a missing file.
 
 ``resolve_player`` checks the spec once (the file exists, loads, and fits the game's observation
@@ -31,7 +33,8 @@ from arena.agents.scripted import SCRIPTED_BOTS, make_scripted
 MIRROR = "mirror"
 SCRIPTED_PREFIX = "scripted:"
 CHECKPOINT_PREFIX = "checkpoint:"
-PlayerKind = Literal["mirror", "scripted", "checkpoint", "id"]
+LEAGUE_PREFIX = "league:"
+PlayerKind = Literal["mirror", "scripted", "checkpoint", "league", "id"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,11 @@ def parse_player(spec: str) -> PlayerSpec:
         return PlayerSpec("scripted", bare)
     if spec.startswith(CHECKPOINT_PREFIX):
         return PlayerSpec("checkpoint", spec.removeprefix(CHECKPOINT_PREFIX))
+    if spec.startswith(LEAGUE_PREFIX):
+        bare = spec.removeprefix(LEAGUE_PREFIX)
+        if not bare:
+            raise ValueError(f"player spec {spec!r} names no run directory: use 'league:<run_dir>'")
+        return PlayerSpec("league", bare)
     if os.path.isfile(spec):
         return PlayerSpec("checkpoint", spec)
     return PlayerSpec("id", spec)
@@ -123,15 +131,18 @@ def game_spaces(game: str, team_sizes: tuple[int, int] = (1, 1),
 
 @dataclass(frozen=True)
 class ResolvedPlayer:
-    """A checked player spec: a scripted bot name, or a loaded policy with its file's sha256."""
+    """A checked player spec: a scripted bot name, a loaded policy with its file's sha256, or a
+    mixture of policies (``members`` with ``weights``; one member drawn per match)."""
 
     spec: str
-    kind: Literal["scripted", "policy"]
-    name: str  # "scripted:<bot>" or the policy file's path
+    kind: Literal["scripted", "policy", "mixture"]
+    name: str  # "scripted:<bot>", the policy file's path, or the mixture's spec
     spaces: GameSpaces
     path: str | None = None
     sha256: str | None = None
     policy: Policy | None = field(default=None, compare=False, repr=False)
+    members: tuple[Policy, ...] = field(default=(), compare=False, repr=False)
+    weights: tuple[float, ...] = ()
 
     def make_agent(self, num_rows: int, seed: int = 0, deterministic: bool = False) -> Agent:
         """A fresh agent (zero state) for ``num_rows`` rows; ``seed`` seeds its random choices."""
@@ -140,6 +151,10 @@ class ResolvedPlayer:
                 self.name, self.spaces.game, team_sizes=self.spaces.team_sizes,
                 params=self.spaces.params, seed=seed,
             )
+        if self.kind == "mixture":
+            from arena.agents.mixture import MixtureAgent
+
+            return MixtureAgent(self.members, self.weights, num_rows, deterministic=deterministic, seed=seed)
         assert self.policy is not None
         return PolicyAgent(self.policy, num_rows, deterministic=deterministic, seed=seed)
 
@@ -170,6 +185,12 @@ def resolve_player(
                 f"unknown scripted player {spec!r} for game {spaces.game!r}; available: {available}"
             )
         return ResolvedPlayer(spec, "scripted", parsed.id, spaces)
+    if parsed.kind == "league":
+        # A back edge to the league, taken at call time like the gauntlet's (docs/architecture.md):
+        # what a league publishes is read from its store.
+        from arena.league.published import resolve_published
+
+        return resolve_published(parsed.name, spaces, spec)
     path = parsed.name
     if not os.path.isfile(path):
         hint = ""

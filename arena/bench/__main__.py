@@ -16,6 +16,8 @@ COMMANDS = {
     "ddp": ("arena.bench.ddp", "data-parallel training, 1 rank vs 2 (gloo): parameters equal, SPS"),
     "exploitability": ("arena.bench.exploitability",
                        "Goofspiel leagues (selfplay, pfsp, alphastar): exact exploitability over training"),
+    "exploit": ("arena.bench.exploit",
+                "approximate exploitability: a fresh learner trains against TARGET alone, its score"),
     "crash": ("arena.bench.crash", "SIGKILL a league run at random moments, resume it, check the league"),
 }
 

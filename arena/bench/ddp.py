@@ -45,7 +45,8 @@ def train_rank(rank: int, world: int, port: int, spec: dict[str, Any], out_dir: 
 
     ``spec["resume"]``: start from that checkpoint instead; ``spec["save"]``: write a checkpoint there
     after ``spec["save_at"]`` updates (default: all of them; every rank calls ``save``, rank 0 writes)
-    and go on."""
+    and go on; ``spec["restore_at"]``: after that many updates rank 0 restores the initial weights
+    (``restore_policy``, as the league's guard does) and the run goes on."""
     import torch.distributed as dist
 
     from arena.trainer.config import PolicyConfig, TrainerConfig
@@ -69,12 +70,15 @@ def train_rank(rank: int, world: int, port: int, spec: dict[str, Any], out_dir: 
             trainer = PPOTrainer(config, policy, game=spec["game"], team_sizes=tuple(spec["team_sizes"]),
                                  matchmaker=matchmaker, collective=collective)
         losses, started, samples_at_start = [], time.perf_counter(), 0
+        initial = {k: v.detach().clone() for k, v in trainer.policy.state_dict().items()}
         for update in range(int(spec["updates"])):
             if update == WARMUP_UPDATES:
                 started, samples_at_start = time.perf_counter(), trainer.global_step
             trainer.evaluate()
             losses.append(trainer.train())
             trainer.mean_and_log()
+            if rank == 0 and update + 1 == spec.get("restore_at"):
+                trainer.restore_policy(initial)
             if spec.get("save") and update + 1 == int(spec.get("save_at", spec["updates"])):
                 trainer.save(spec["save"])
             if update == 0 and rank == 0:

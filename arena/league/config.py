@@ -28,6 +28,7 @@ class MixConfig:
     scripted: float = 0.15
     learners: float = 0.0
     pfsp_scripted: float = 0.0
+    nash: float = 0.0  # PSRO: the meta-game's Nash mixture over the main learner's snapshots
 
     def as_dict(self) -> dict[str, float]:
         """The sources with a non-zero probability."""
@@ -149,6 +150,15 @@ class LeagueConfig:
     # Under torchrun: the last E ranks each run one of the E exploiters, concurrently with the main
     # learner, which is data-parallel over the other ranks (``arena.league.exploiter_ranks``).
     exploiter_ranks: bool = False
+    # What the league publishes (``league:RUN_DIR``, ``arena.league.published``): ``newest``, the main
+    # learner's newest (judged) snapshot; ``mixture``, its last ``publish_window`` snapshots with
+    # equal weights, one drawn per match (an average of recent policies, as fictitious play averages);
+    # or ``nash``, PSRO's meta-strategy over its snapshots (``arena.league.meta``).
+    publish: str = "newest"
+    publish_window: int = 8
+    # PSRO's meta-game (with publish: nash or the matchmaking source nash): games each new snapshot of
+    # the main learner plays against each earlier one
+    meta_games: int = 200
 
     def validate(self, game: str | None = None) -> LeagueConfig:
         """Checks every value; raises ``ValueError`` naming the key and what is allowed."""
@@ -197,6 +207,17 @@ class LeagueConfig:
             if unknown:
                 raise ValueError(f"league.scripted names bots {unknown} that {game!r} does not have; "
                                  f"available: {list(SCRIPTED_BOTS.get(game, ()))}")
+        from arena.league.published import PUBLISH_MODES
+
+        if self.publish not in PUBLISH_MODES:
+            raise ValueError(f"league.publish={self.publish!r} must be one of {list(PUBLISH_MODES)}")
+        if isinstance(self.publish_window, bool) or not isinstance(self.publish_window, int) or (
+                self.publish_window < 1):
+            raise ValueError(f"league.publish_window={self.publish_window!r} must be an integer >= 1 "
+                             "(snapshots in the published mixture)")
+        if isinstance(self.meta_games, bool) or not isinstance(self.meta_games, int) or self.meta_games < 2:
+            raise ValueError(f"league.meta_games={self.meta_games!r} must be an integer >= 2 (games of each "
+                             "new snapshot against each earlier one)")
         if not isinstance(self.exploiter_ranks, bool):
             raise ValueError(f"league.exploiter_ranks={self.exploiter_ranks!r} must be true or false")
         if self.main_exploiter is not None:
@@ -215,6 +236,11 @@ class LeagueConfig:
             _check_snapshot(e.snapshot, "league.league_exploiter.snapshot")
             _check_unit(e.reset_prob, "league.league_exploiter.reset_prob")
         return self
+
+    @property
+    def uses_meta_game(self) -> bool:
+        """Whether the league keeps PSRO's meta-game (``arena.league.meta``)."""
+        return self.publish == "nash" or self.matchmaking.mix.nash > 0
 
     def ratings_config(self) -> dict[str, float]:
         r = self.ratings

@@ -224,7 +224,7 @@ class LeagueTrainer(Protocol):
     config: Any  # TrainerConfig: num_threads for the gauntlet; an exploiter's settings start from it
     policy_config: Any  # PolicyConfig: an exploiter's network is built like the main learner's
     env_spec: dict[str, Any]  # the env's overrides, for the gauntlet's games
-    collective: Any  # None outside a data-parallel run (the guard is off in one)
+    collective: Any  # None outside a data-parallel run
 
     @property
     def done(self) -> bool: ...

@@ -10,6 +10,8 @@ Sources (mixed with fixed probabilities, e.g. {"mirror": 0.35, "pfsp": 0.5, "scr
   of these episodes however many snapshots the pool holds (in the "pfsp" source a bot is one
   candidate among them all).
 - "learners": uniform over the other learning players (what a main exploiter trains against).
+- "nash": PSRO's meta-strategy, the Nash mixture of the meta-game over the main learner's snapshots
+  (``arena.league.meta``; the league hands it in as ``meta_strategy``).
 The opponent pool is every player whose kind is in `pool_kinds` (snapshots by default), minus the asker.
 A source with no candidate falls back to mirror, so a young league works from the first episode.
 """
@@ -28,7 +30,7 @@ from arena.league.players import LEARNING_KINDS, PLAYER_KINDS, Pool
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("mirror", "latest", "uniform", "pfsp", "scripted", "learners", "pfsp_scripted")
+SOURCES = ("mirror", "latest", "uniform", "pfsp", "scripted", "learners", "pfsp_scripted", "nash")
 
 
 def f_hard(x: np.ndarray | float, p: float = 2.0) -> np.ndarray:
@@ -120,6 +122,8 @@ class Matchmaker:
         self.min_games = float(min_games)
         self.pool_kinds = tuple(pool_kinds)
         self._warned: set[str] = set()
+        # The "nash" source's weights ({player: weight}, PSRO's meta-strategy), set by the league.
+        self.meta_strategy: Callable[[], Mapping[str, float]] | None = None
 
     def choose(self, learner_id: str) -> str:
         """One opponent's player id for an env slot of `learner_id`."""
@@ -157,6 +161,12 @@ class Matchmaker:
             ids = [p.player_id for p in self.pool.of_kind("scripted") if p.player_id != learner_id]
             if source == "pfsp_scripted":
                 return ids, self.pfsp_probabilities(learner_id, ids)
+        elif source == "nash":
+            strategy = self.meta_strategy() if self.meta_strategy is not None else {}
+            ids = [p for p, w in strategy.items() if w > 0 and p != learner_id and p in self.pool]
+            if ids:
+                weights = np.array([strategy[p] for p in ids], dtype=float)
+                return ids, weights / weights.sum()
         elif source == "learners":
             ids = [p.player_id for p in self.pool.of_kind(*LEARNING_KINDS) if p.player_id != learner_id]
         elif source in ("uniform", "pfsp"):

@@ -8,8 +8,9 @@ from contextlib import contextmanager
 
 # record: store commit + payoff + TrueSkill; matchmaking: opponent choice and the env bookkeeping around
 # it; loading: frozen and live players; snapshot: gate + file + registration; views: ratings,
-# leaderboard and heatmap for the logger; gauntlet: new snapshots' games against the fixed references.
-LEAGUE_PARTS = ("record", "matchmaking", "loading", "snapshot", "gauntlet", "views")
+# leaderboard and heatmap for the logger; gauntlet: new snapshots' games against the fixed references;
+# meta_game: PSRO's games of each new snapshot against the earlier ones, and the meta-game's solution.
+LEAGUE_PARTS = ("record", "matchmaking", "loading", "snapshot", "gauntlet", "views", "meta_game")
 
 
 class LeagueTimer:

@@ -47,6 +47,8 @@ from arena.agents.players import scripted_id
 from arena.agents.policy import Policy, policy_from_payload
 from arena.agents.scripted import REFERENCE_BOTS
 from arena.league.config import LeagueConfig, MatchmakingConfig
+from arena.league.exploitability import METRIC as EXPLOITABILITY_METRIC
+from arena.league.exploitability import best_responses, league_exploitability
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics
 from arena.league.guard import GuardCounts, best_snapshot, guard_score, rejects
@@ -60,8 +62,10 @@ from arena.league.learner import (
     snapshot_state,
 )
 from arena.league.matchmaking import UpdateMatchmaker
+from arena.league.meta import META_KEY, MetaGame
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
+from arena.league.published import PUBLISHED_KEY
 from arena.league.ratings import TwoTeamRatings
 from arena.league.snapshots import SnapshotGate, load_snapshot, verify_snapshot
 from arena.league.timing import LeagueTimer
@@ -125,9 +129,12 @@ class LeagueRun:
         self._snapshots_new: list[Player] = []  # snapshots not yet given to the logger
         self._rating_curves: Any = None  # a view.RatingCurves, read from the store at the first view
         self._guard_new: dict[str, float] = {}  # the last restore's figures, not yet in the metrics
-        self._guard_warned = False
         self._counts: GuardCounts | None = None  # the guard's counts (store meta), once read
         self._checkpoints_heard: int | None = None  # the main learner's checkpoint count, last heard
+        # PSRO's meta-game over the main learner's snapshots (arena.league.meta), when the league keeps one
+        self.meta_game = MetaGame.from_meta(self.league.store.meta()) if config.uses_meta_game else None
+        self._meta_strategy: dict[str, float] = self.meta_game.strategy() if self.meta_game else {}
+        self._meta_spaces: Any = None
         meta = self.league.store.meta()
         resumed, current = GuardCounts.at_checkpoint(meta, learner_checkpoints), GuardCounts.from_meta(meta)
         if resumed != current:  # decisions about weights no checkpoint holds are undone
@@ -167,8 +174,11 @@ class LeagueRun:
         return self._main_matchmaker
 
     def _chooser(self, m: MatchmakingConfig, rng: np.random.Generator) -> UpdateMatchmaker:
-        return UpdateMatchmaker(self.league.pool, self.league.payoff, m.mix.as_dict(), rng=rng,
-                          weighting=m.weighting, p=m.p, min_games=m.min_games, pool_kinds=tuple(m.pool_kinds))
+        chooser = UpdateMatchmaker(self.league.pool, self.league.payoff, m.mix.as_dict(), rng=rng,
+                                   weighting=m.weighting, p=m.p, min_games=m.min_games,
+                                   pool_kinds=tuple(m.pool_kinds))
+        chooser.meta_strategy = self.meta_strategy
+        return chooser
 
     def _matchmaker_for(self, player_id: str, chooser: Any) -> LeagueMatchmaker:
         cache = PlayerCache(self.league.pool, self.run_dir, owner=player_id, capacity=self.config.cache_size,
@@ -359,18 +369,68 @@ class LeagueRun:
                     self._gauntlet_new.append(record)
                 self._replays_new.extend(self.gauntlet.take_saved())
             self._gauntlet_step = player.step
+        if learner is self.main:
+            self._publish()
         return len(self.league.pool.snapshots(parent=learner.player_id)) - 1
 
+    def _publish(self) -> None:
+        """After a snapshot of the main learner: PSRO's meta-game grows by it (when the league keeps
+        one), and a mixture the league publishes is written, both in one store transaction
+        (``arena.league.published``, ``arena.league.meta``)."""
+        values: dict[str, Any] = {}
+        snapshots = self.league.pool.snapshots(parent=self.learner_id)
+        if self.meta_game is not None and snapshots[-1].player_id not in self.meta_game.players:
+            with self.timer.measure("meta_game"):
+                self.meta_game.add(snapshots[-1].player_id, self._meta_scores(snapshots[-1]))
+                self._meta_strategy = self.meta_game.strategy()
+            values[META_KEY] = self.meta_game.to_meta()
+            self._refresh_matchmaking()
+        if self.config.publish == "mixture":
+            window = snapshots[-self.config.publish_window:]
+            values[PUBLISHED_KEY] = {"members": [p.player_id for p in window], "weights": [1.0] * len(window),
+                                     "step": window[-1].step}
+        elif self.config.publish == "nash" and self._meta_strategy:
+            values[PUBLISHED_KEY] = {"members": list(self._meta_strategy),
+                                     "weights": list(self._meta_strategy.values()),
+                                     "step": snapshots[-1].step}
+        if values:
+            self.league.store.set_metas(values)
+
+    def _meta_scores(self, newcomer: Player) -> list[float]:
+        """The newcomer's scores against every member of the meta-game: ``league.meta_games``
+        side-swapped, seed-paired games each, all pairings in one batched call of the runner."""
+        assert self.meta_game is not None
+        if not self.meta_game.players:
+            return []
+        from arena.agents.players import game_spaces, resolve_player
+        from arena.evaluation.matchups import play_matchups
+        from arena.evaluation.runner import MatchSettings
+
+        if self._meta_spaces is None:
+            self._meta_spaces = game_spaces(self.game, self.team_sizes, self._env_overrides())
+        players = {}
+        for player_id in [*self.meta_game.players, newcomer.player_id]:
+            player = self.league.pool.get(player_id)
+            players[player_id] = resolve_player(str(snapshot_file(self.run_dir, player)), self.game,
+                                                self.team_sizes, spaces=self._meta_spaces)
+        settings = MatchSettings(game=self.game, team_sizes=self.team_sizes, games=self.config.meta_games,
+                                 seed=self.config.gauntlet.seed + len(self.meta_game.players),
+                                 overrides=self._env_overrides())
+        results = play_matchups(players, [(newcomer.player_id, p) for p in self.meta_game.players], settings)
+        return [r.score()[0] if r.games else 0.5 for r in results]
+
+    def _env_overrides(self) -> dict[str, Any]:
+        assert self.main is not None
+        return dict(self.main.trainer.env_spec["overrides"])
+
+    def meta_strategy(self) -> dict[str, float]:
+        """PSRO's meta-strategy now (``{}`` before the first snapshot or without a meta-game)."""
+        return dict(self._meta_strategy)
+
     def _guarding(self) -> bool:
-        if self.gauntlet is None or not self.config.gauntlet.guard:
-            return False
-        if self.main is not None and self.main.trainer.collective is not None:
-            if not self._guard_warned:
-                logger.warning("league.gauntlet.guard is off in a data-parallel run: a restore on rank 0 "
-                               "would leave the other ranks' weights behind")
-                self._guard_warned = True
-            return False
-        return True
+        """Whether the guard judges the main learner's snapshots. Under torchrun too: rank 0 plays the
+        gauntlet, and a restore reaches every rank (``PPOTrainer.restore_policy``)."""
+        return self.gauntlet is not None and self.config.gauntlet.guard
 
     def _below_best(self) -> bool:
         """Whether the guard's last verdict on the main learner was a rejection it has not been
@@ -493,6 +553,9 @@ class LeagueRun:
             latest = pool.latest_snapshot(parent=self.learner_id)
             if latest is not None and latest.player_id in ratings:  # rated once it has played
                 out["league/snapshot_rating"] = ratings.conservative(latest.player_id)
+            found = league_exploitability(self.league.payoff, best_responses(pool), self.learner_id)
+            if found is not None:  # the best score a best response of the league holds against the learner
+                out[EXPLOITABILITY_METRIC] = found.value
             for player_id, share in self.main.matchmaker.mix().items():
                 out[f"league/mix/{player_id}"] = share
             if self._views_due():

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.table import Table
 
+from arena.league.exploitability import Exploitability, exploitability_history
 from arena.league.guard import GuardCounts
 from arena.league.payoff import PayoffTable
+from arena.league.published import learner_id_of
 from arena.league.ratings import Ratings
 from arena.league.store import (
     LEAGUE_DB,
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 RATING_CURVES_PNG = "league_ratings.png"
 PAYOFF_PNG = "league_payoff.png"
 GAUNTLET_PNG = "league_gauntlet.png"
+EXPLOITABILITY_PNG = "league_exploitability.png"
 _MAX_LABELLED = 16  # more players than this: no legend / cell labels, they would be unreadable
 # Points of the logged rating chart, all players together (a W&B table holds at most 10,000 rows).
 RATING_CHART_MAX_POINTS = 5000
@@ -261,6 +264,7 @@ class LeagueView:
     table: Table
     images: list[Path]
     gauntlet: Table | None = None
+    exploitability: str | None = None  # the league's own exploitability now, in words (None: no exploiters)
 
 
 def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None,
@@ -289,7 +293,32 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         images.append(plot_gauntlet(gauntlet, out / GAUNTLET_PNG))
     table = (gauntlet_table(gauntlet, restores=guard.restores, rejections=guard.rejections)
              if gauntlet else None)
-    return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images, table)
+    learner = learner_id_of(run_dir)
+    history = exploitability_history(state.players, state.matches, learner, decay)
+    words = None
+    if history:
+        images.append(plot_exploitability(history, out / EXPLOITABILITY_PNG))
+        now = history[-1][1]
+        peak = max(history, key=lambda h: h[1].value)
+        words = (f"league exploitability: {now.value:.3f} ({now.player_id} against {learner}, "
+                 f"{now.games:.0f} decayed games); highest over the run {peak[1].value:.3f} "
+                 f"(match {peak[0]}, {peak[1].player_id})")
+    return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images, table,
+                      words)
+
+
+def plot_exploitability(history: Sequence[tuple[int, Exploitability]], path: str | os.PathLike[str]) -> Path:
+    """The league's own exploitability (the best score of a best response against the learner) by match."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot([h[0] for h in history], [h[1].value for h in history], color="C3", linewidth=1.2)
+    ax.axhline(0.5, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_xlabel("match")
+    ax.set_ylabel("best exploiter score vs the learner")
+    ax.set_title("league exploitability (league/exploitability)")
+    ax.grid(alpha=0.3)
+    return _save(fig, plt, path)
 
 
 def _pyplot() -> ModuleType:

@@ -84,6 +84,14 @@ class TrainerConfig:
     kickstart_coef: float = 1.0  # weight of the teacher loss at step 0
     kickstart_steps: int = 0  # learner samples over which the weight falls linearly to kickstart_coef_end
     kickstart_coef_end: float = 0.0  # the weight from kickstart_steps on (0: the teacher leaves)
+    # The magnet (regularised self-play, as in magnetic mirror descent and R-NaD): the loss adds
+    # magnet_coef * KL(policy || magnet) over the learner's decisions, the magnet being a frozen copy
+    # of the policy refreshed every magnet_every updates (0: never; it stays the initial, near-uniform
+    # policy, a pull toward uniform play). Self-play in a game with mixed equilibria cycles without
+    # it; with it the policy settles near a regularised equilibrium, and each refresh moves that
+    # equilibrium's centre to where the policy stands. 0 turns it off.
+    magnet_coef: float = 0.0
+    magnet_every: int = 0
     checkpoint_interval: int = 0  # samples between checkpoints; 0: not by samples
     # wall-clock minutes between checkpoints; 0: not by time (``python -m arena.train`` defaults to 5)
     checkpoint_minutes: float = 0.0
@@ -135,6 +143,8 @@ class TrainerConfig:
         _require_float(self, "vf_coef", low=0.0)
         _require_float(self, "vf_clip_coef", low=0.0)
         _require_float(self, "ent_coef", low=0.0)
+        _require_float(self, "magnet_coef", low=0.0)
+        _require_int(self, "magnet_every", low=0)
         _require_float(self, "max_grad_norm", low=0.0, low_open=True)
         if self.overlap not in (True, False, "auto") or not isinstance(self.overlap, bool | str):
             raise ValueError(f"overlap={self.overlap!r} is not allowed: use true, false or 'auto'")

@@ -240,6 +240,9 @@ class Opponents:
             )
         elif parsed.kind == "checkpoint":
             agent = load_policy(parsed.name, device=self.device)
+        elif parsed.kind == "league":
+            raise ValueError(f"player id {player_id!r}: a league's published policy reaches a trainer as its "
+                             "members' checkpoints (arena.config.opponent_mix expands 'league:<run_dir>')")
         else:
             raise ValueError(
                 f"unknown player id {player_id!r}: use {MIRROR!r}, 'scripted:<name>', 'checkpoint:<path>' "

@@ -26,6 +26,7 @@ and running sums, the opponents' LSTM states. A resume from it continues those v
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import math
@@ -153,6 +154,11 @@ class PPOTrainer:
                 self._sequence_fn = DistributedDataParallel(
                     _SequenceModule(self.policy), broadcast_buffers=False,
                     process_group=getattr(self.collective, "group", None))
+        # the magnet (TrainerConfig.magnet_coef): a frozen copy of the policy the loss pulls toward
+        self._pending_restore: dict[str, Tensor] | None = None  # rank 0's restore, for the other ranks
+        self.magnet: Policy | None = None
+        if cfg.magnet_coef > 0.0:
+            self.magnet = copy.deepcopy(self.policy).eval().requires_grad_(False)
         self.kickstart: Kickstart | None = None
         if cfg.kickstart_teacher is not None:
             self.kickstart = Kickstart(
@@ -212,10 +218,24 @@ class PPOTrainer:
     def restore_policy(self, weights: Mapping[str, Tensor]) -> None:
         """Replaces the learner's weights (a ``Policy.state_dict`` of the same architecture) and
         clears the optimizer's moments, which belong to the weights left behind. The league's guard
-        restores a learner from its best snapshot this way."""
+        restores a learner from its best snapshot this way. In a data-parallel run rank 0 calls it
+        (the league lives there) and every other rank takes the same weights at the start of the
+        next ``evaluate`` (``_sync_restore``), before any of them steps or learns again."""
+        self._apply_restore(weights)
+        if self.collective is not None:
+            self._pending_restore = {k: v.detach().cpu().clone() for k, v in weights.items()}
+
+    def _apply_restore(self, weights: Mapping[str, Tensor]) -> None:
         with torch.no_grad():
             self.policy.load_state_dict(dict(weights))
         self.optimizer.state.clear()
+
+    def _sync_restore(self) -> None:
+        """Data-parallel: rank 0's restore since the last update (or None) reaches every rank."""
+        restore = self.collective.from_main(self._pending_restore if self.shard.is_main else None)
+        self._pending_restore = None
+        if restore is not None and not self.shard.is_main:
+            self._apply_restore(restore)
 
     # ------------------------------------------------------------------ the loop
 
@@ -233,6 +253,8 @@ class PPOTrainer:
 
     def evaluate(self) -> int:
         """Collects one rollout of ``rollout_steps`` steps per row; returns the learner samples."""
+        if self.collective is not None:
+            self._sync_restore()
         if self._restart_pending:
             self.rollout.restart(int(self.env_seed_rng.integers(0, 2**63)))
             self._restart_pending = False
@@ -286,6 +308,9 @@ class PPOTrainer:
                     sums[key] += value
                 minibatches += 1
         self.update += 1
+        if self.magnet is not None and cfg.magnet_every and self.update % cfg.magnet_every == 0:
+            with torch.no_grad():
+                self.magnet.load_state_dict(self.policy.state_dict())
         out = {key: value / max(1, minibatches) for key, value in sums.items()}
         out["explained_variance"] = _explained_variance(exp.values, returns, exp.learner_mask,
                                                         self.collective)
@@ -349,6 +374,14 @@ class PPOTrainer:
         value_loss = 0.5 * masked_mean(value_error, weight, count)
         entropy_mean = masked_mean(entropy)
         loss = policy_loss - cfg.ent_coef * entropy_mean + cfg.vf_coef * value_loss
+        magnet_kl = None
+        if self.magnet is not None:
+            with torch.no_grad():
+                magnet_logits, _ = self.magnet.forward_sequence(mb.obs, mb.state, mb.episode_starts)
+                magnet_logp = self.magnet.heads.log_softmax(Policy._flat(magnet_logits))
+            logp = self.policy.heads.log_softmax(Policy._flat(logits))
+            magnet_kl = masked_mean((logp.exp() * (logp - magnet_logp)).sum(dim=(-2, -1)))
+            loss = loss + cfg.magnet_coef * magnet_kl
         kick_loss = None
         if mb.teacher_actions is not None and kickstart_coef > 0.0:
             kick_loss = masked_mean(-self.policy.log_prob(logits, mb.teacher_actions))
@@ -367,6 +400,8 @@ class PPOTrainer:
             values_t = [policy_loss, value_loss, entropy_mean, approx_kl, clipfrac, loss]
             if kick_loss is not None:
                 values_t.append(kick_loss)
+            if magnet_kl is not None:
+                values_t.append(magnet_kl)
             stacked = torch.stack([v.detach() for v in values_t])
             if group is not None:
                 stacked = group.sum(stacked)
@@ -374,8 +409,11 @@ class PPOTrainer:
                     error_t = group.max(error_t)
         stats = stacked.tolist()
         out = dict(zip(LOSS_KEYS, stats[: len(LOSS_KEYS)], strict=True))
+        extra = stats[len(LOSS_KEYS):]
         if kick_loss is not None:
-            out["kickstart_loss"] = stats[-1]
+            out["kickstart_loss"] = extra.pop(0)
+        if magnet_kl is not None:
+            out["magnet_kl"] = extra.pop(0)
         return out, float(error_t) if error_t is not None else float("nan")
 
     def mean_and_log(self) -> dict[str, float]:
@@ -453,6 +491,8 @@ class PPOTrainer:
         }
         if callable(getattr(self.reward_fn, "state_dict", None)):
             state["reward_fn"] = self.reward_fn.state_dict()
+        if self.magnet is not None:
+            state["magnet"] = {k: v.detach().cpu().clone() for k, v in self.magnet.state_dict().items()}
         return state
 
     def _opponents_state(self) -> dict[str, Any]:
@@ -538,6 +578,8 @@ class PPOTrainer:
             self.checkpoints_written = int(counters.get("checkpoints_written", 1))
             if "opponents" in payload:
                 self._load_opponents(payload["opponents"])
+            if self.magnet is not None:  # a file without one: the magnet is the policy it holds
+                self.magnet.load_state_dict(payload.get("magnet", payload["policy"]))
             if "reward_fn" in payload and callable(getattr(self.reward_fn, "load_state_dict", None)):
                 self.reward_fn.load_state_dict(payload["reward_fn"])
             inflight = "inflight" in payload and self.collective is None

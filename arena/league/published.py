@@ -1,0 +1,153 @@
+"""What a league publishes: the player spec ``league:RUN_DIR``.
+
+A league trains many policies; what it *publishes* is the one a user should take away and the one
+its strength is judged by:
+
+- ``league.publish: newest`` (the default): the newest snapshot of the main learner. With the guard
+  on (``league.gauntlet.guard``), every such snapshot is a judged one: a candidate the gauntlet
+  rejected was published with the best snapshot's weights instead (``arena/league/guard.py``).
+- ``league.publish: mixture``: the main learner's last ``publish_window`` snapshots with equal
+  weights; ``league.publish: nash``: PSRO's meta-strategy over its snapshots (``arena.league.meta``).
+  Either is played by drawing one member per match. The league writes it to its store (meta key
+  ``published``, in one transaction) after each snapshot, so a reader beside a running trainer
+  always sees a whole one.
+
+``published(run_dir)`` reads it back, read-only, with every member's file and sha256;
+``resolve_published`` turns it into an evaluation player. ``arena.evaluate``, ``arena.export`` (a
+single network), ``arena.bench exploit`` and a trainer's ``opponents.players`` accept
+``league:RUN_DIR`` wherever they accept a player.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena.league.players import Player
+from arena.league.store import LEAGUE_DB, LeagueStore
+
+PUBLISHED_KEY = "published"  # store meta: {"members": [ids], "weights": [w], "step": int}
+PUBLISH_MODES = ("newest", "mixture", "nash")
+
+
+@dataclass(frozen=True)
+class PublishedMember:
+    player_id: str
+    path: Path
+    sha256: str
+    weight: float
+
+
+@dataclass(frozen=True)
+class Published:
+    """A league's published policy: one member (a single network) or several with weights."""
+
+    run_dir: Path
+    members: tuple[PublishedMember, ...]
+    step: int | None
+
+    @property
+    def is_mixture(self) -> bool:
+        return len(self.members) > 1
+
+    def describe(self) -> str:
+        if not self.is_mixture:
+            return f"{self.members[0].player_id} of {self.run_dir}"
+        parts = ", ".join(f"{m.player_id} {m.weight:.3f}" for m in self.members)
+        return f"a mixture of {len(self.members)} snapshots of {self.run_dir}: {parts}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_dir": str(self.run_dir), "step": self.step,
+                "members": [{"player": m.player_id, "path": str(m.path), "sha256": m.sha256,
+                             "weight": m.weight} for m in self.members]}
+
+
+def learner_id_of(run_dir: Path) -> str:
+    """The main learner's id in the run's ``config.yaml`` (``league.learner_id``; ``learner``)."""
+    config = run_dir / "config.yaml"
+    if config.is_file():
+        from omegaconf import OmegaConf
+
+        node = OmegaConf.load(config)
+        league = node.get("league") if hasattr(node, "get") else None
+        if league is not None and league.get("learner_id"):
+            return str(league.get("learner_id"))
+    return "learner"
+
+
+def published(run_dir: str | os.PathLike[str]) -> Published:
+    """The policy the league in ``run_dir`` publishes; ``FileNotFoundError`` without a league store
+    there, ``ValueError`` when it has published nothing yet (no snapshot of its main learner)."""
+    run_dir = Path(run_dir)
+    db = run_dir / LEAGUE_DB
+    if not db.is_file():
+        raise FileNotFoundError(f"league:{run_dir}: no league store at {db} (is it a league's run "
+                                "directory?)")
+    with LeagueStore(db, read_only=True) as store:
+        players = {p.player_id: p for p in store.players()}
+        meta = store.meta()
+    learner = learner_id_of(run_dir)
+    if PUBLISHED_KEY in meta:
+        record = json.loads(meta[PUBLISHED_KEY])
+        ids, weights = list(record["members"]), [float(w) for w in record["weights"]]
+        missing = [i for i in ids if i not in players]
+        if missing:
+            raise ValueError(f"league:{run_dir}: the published mixture names {missing}, which the store "
+                             "does not hold")
+        members = tuple(_member(run_dir, players[i], w) for i, w in zip(ids, weights, strict=True) if w > 0)
+        return Published(run_dir, members, record.get("step"))
+    snapshots = [p for p in players.values() if p.kind == "snapshot" and p.parent == learner]
+    if not snapshots:
+        raise ValueError(f"league:{run_dir}: the league has published nothing yet (no snapshot of "
+                         f"{learner!r}); train it until its first snapshot")
+    newest = snapshots[-1]
+    return Published(run_dir, (_member(run_dir, newest, 1.0),), newest.step)
+
+
+def _member(run_dir: Path, player: Player, weight: float) -> PublishedMember:
+    from arena.league.player_cache import snapshot_file
+
+    if player.kind != "snapshot" or player.sha256 is None:
+        raise ValueError(f"league:{run_dir}: published player {player.player_id!r} is a {player.kind}, "
+                         "not a snapshot with a file")
+    return PublishedMember(player.player_id, snapshot_file(run_dir, player).resolve(), player.sha256,
+                           float(weight))
+
+
+def published_checkpoints(run_dir: str | os.PathLike[str]) -> dict[str, float]:
+    """``{"checkpoint:<file>": weight}`` of the published members (weights summing to 1), each file
+    checked against its sha256: what a trainer's fixed opponent mix draws per match for
+    ``league:RUN_DIR``."""
+    from arena.league.snapshots import verify_snapshot
+
+    found = published(run_dir)
+    total = sum(m.weight for m in found.members)
+    out: dict[str, float] = {}
+    for m in found.members:
+        verify_snapshot(m.path, m.sha256)
+        out[f"checkpoint:{m.path}"] = out.get(f"checkpoint:{m.path}", 0.0) + m.weight / total
+    return out
+
+
+def resolve_published(run_dir: str | os.PathLike[str], spaces: Any, spec: str) -> Any:
+    """``league:RUN_DIR`` as an evaluation player (``arena.agents.players.ResolvedPlayer``): the
+    snapshot's policy, or a mixture played one member per match."""
+    from arena.agents.players import ResolvedPlayer, check_policy_fits
+    from arena.league.player_cache import load_frozen_policy
+
+    found = published(run_dir)
+    policies = []
+    for m in found.members:
+        player = Player(m.player_id, "snapshot", path=str(m.path), sha256=m.sha256)
+        policy = load_frozen_policy(found.run_dir, player)
+        check_policy_fits(policy, spaces, source=f"{spec} ({m.player_id})")
+        policies.append(policy)
+    if not found.is_mixture:
+        m = found.members[0]
+        return ResolvedPlayer(spec, "policy", str(m.path), spaces, path=str(m.path), sha256=m.sha256,
+                              policy=policies[0])
+    return ResolvedPlayer(spec, "mixture", spec, spaces, members=tuple(policies),
+                          weights=tuple(m.weight for m in found.members))

@@ -1,0 +1,56 @@
+"""PSRO's meta-game: its Nash mixture, its growth with each snapshot, and a league that trains on it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from arena.league.meta import META_KEY, MetaGame, nash
+
+
+def test_the_nash_of_rock_paper_scissors_is_uniform():
+    scores = np.array([[0.5, 0.0, 1.0], [1.0, 0.5, 0.0], [0.0, 1.0, 0.5]])  # row's score vs column
+    assert nash(scores) == pytest.approx([1 / 3] * 3, abs=0.01)
+
+
+def test_a_dominated_member_gets_no_weight_and_a_dominant_one_all():
+    scores = np.array([[0.5, 0.8, 0.9], [0.2, 0.5, 0.6], [0.1, 0.4, 0.5]])
+    assert nash(scores) == pytest.approx([1.0, 0.0, 0.0], abs=1e-6)
+
+
+def test_the_meta_game_grows_one_row_at_a_time_and_round_trips_through_the_store_meta():
+    game = MetaGame()
+    game.add("a", [])
+    game.add("b", [0.0])  # b loses every game to a
+    game.add("c", [1.0, 0.3])
+    assert game.scores[0, 1] == 1.0 and game.scores[2, 1] == 0.3 and game.scores[1, 2] == pytest.approx(0.7)
+    assert np.allclose(game.scores + game.scores.T, 1.0)
+    again = MetaGame.from_meta({META_KEY: json.dumps(game.to_meta())})
+    assert again.players == ["a", "b", "c"] and np.allclose(again.scores, game.scores)
+    assert sum(game.strategy().values()) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="one score per member"):
+        game.add("d", [0.5])
+    assert MetaGame.from_meta({}).players == []
+
+
+def test_a_psro_league_trains_against_and_publishes_its_meta_strategy(tmp_path):
+    from arena.league.published import published
+    from arena.league.store import LEAGUE_DB, LeagueStore
+    from arena.train import main as train
+
+    run_dir = tmp_path / "psro"
+    assert train(["env=goofspiel", "env.num_cards=3", "+league=psro", f"run_dir={run_dir}", "dashboard=false",
+                  "trainer=quick", "trainer.total_timesteps=40000", "league.snapshot.every_steps=8000",
+                  "league.meta_games=40", "league.gauntlet.games=0"]) == 0
+    with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
+        meta = store.meta()
+        snapshots = [p.player_id for p in store.players() if p.kind == "snapshot"]
+        opponents = {m.team_b[0] for m in store.matches()}
+    game = MetaGame.from_meta(meta)
+    assert game.players == snapshots and len(snapshots) >= 3
+    strategy = game.strategy()
+    found = published(run_dir)
+    assert {m.player_id: m.weight for m in found.members} == pytest.approx(strategy)
+    assert opponents <= {"learner", *snapshots}  # mirror before the first snapshot, then the meta-game
