@@ -98,6 +98,8 @@ def published(run_dir: str | os.PathLike[str]) -> Published:
             raise ValueError(f"league:{run_dir}: the published mixture names {missing}, which the store "
                              "does not hold")
         members = tuple(_member(run_dir, players[i], w) for i, w in zip(ids, weights, strict=True) if w > 0)
+        if not members:
+            raise ValueError(f"league:{run_dir}: the published mixture has no member with a weight above 0")
         return Published(run_dir, members, record.get("step"))
     snapshots = [p for p in players.values() if p.kind == "snapshot" and p.parent == learner]
     if not snapshots:
