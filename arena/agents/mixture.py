@@ -61,7 +61,10 @@ class MixtureAgent:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(seed))
         self.member_of_row = np.full(self.num_rows, -1, dtype=np.int64)
-        self._arch = [architecture_key(p) for p in self.policies]
+        groups: dict[object, list[int]] = {}  # members of one architecture step in one bank
+        for m, p in enumerate(self.policies):
+            groups.setdefault(architecture_key(p), []).append(m)
+        self._groups = list(groups.values())
 
     @property
     def obs_dim(self) -> int:
@@ -97,20 +100,16 @@ class MixtureAgent:
         if len(redraw):
             self.member_of_row[redraw] = self.rng.choice(len(self.policies), size=len(redraw), p=self.weights)
         members = self.member_of_row[rows]
+        counts = np.bincount(members, minlength=len(self.policies))
         with torch.inference_mode():
-            for key in dict.fromkeys(self._arch):
-                group = [m for m in range(len(self.policies)) if self._arch[m] == key]
-                take = np.flatnonzero(np.isin(members, group))
-                if not len(take):
+            for group in self._groups:
+                players = [m for m in group if counts[m]]
+                if not players:
                     continue
-                take = take[np.argsort(members[take], kind="stable")]
-                players, bounds, lo = [], [], 0
-                for m in group:
-                    count = int((members[take] == m).sum())
-                    if count:
-                        players.append(m)
-                        bounds.append((lo, lo + count))
-                        lo += count
+                take = np.flatnonzero(np.isin(members, players))
+                take = take[np.argsort(members[take], kind="stable")]  # rows by member, in group order
+                ends = np.cumsum([counts[m] for m in players])
+                bounds = [(int(end - counts[m]), int(end)) for m, end in zip(players, ends, strict=True)]
                 logits = self.frozen.step(players, bounds, torch.from_numpy(rows[take]).to(self.device),
                                           torch.from_numpy(obs[take]).to(self.device),
                                           torch.from_numpy(episode_start[take]).to(self.device))

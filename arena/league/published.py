@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,23 +60,23 @@ class Published:
         parts = ", ".join(f"{m.player_id} {m.weight:.3f}" for m in self.members)
         return f"a mixture of {len(self.members)} snapshots of {self.run_dir}: {parts}"
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"run_dir": str(self.run_dir), "step": self.step,
-                "members": [{"player": m.player_id, "path": str(m.path), "sha256": m.sha256,
-                             "weight": m.weight} for m in self.members]}
+
+def learner_id_of(meta: Mapping[str, str]) -> str:
+    """The main learner's id in a league store's meta table (the league config it was run with)."""
+    config = json.loads(meta.get("league_config", "{}"))
+    return str(config.get("learner_id") or "learner")
 
 
-def learner_id_of(run_dir: Path) -> str:
-    """The main learner's id in the run's ``config.yaml`` (``league.learner_id``; ``learner``)."""
-    config = run_dir / "config.yaml"
-    if config.is_file():
-        from omegaconf import OmegaConf
-
-        node = OmegaConf.load(config)
-        league = node.get("league") if hasattr(node, "get") else None
-        if league is not None and league.get("learner_id"):
-            return str(league.get("learner_id"))
-    return "learner"
+def published_mixture(publish: str, window: int, snapshots: Sequence[str],
+                      strategy: Mapping[str, float]) -> dict[str, float] | None:
+    """The mixture ``{player: weight}`` a league publishes after the main learner's ``snapshots``
+    (ids, in order): its last ``window`` with equal weights for ``mixture``, PSRO's meta-strategy
+    ``strategy`` for ``nash`` (None while it is empty); None for ``newest`` (the newest alone)."""
+    if publish == "mixture":
+        return {p: 1.0 for p in snapshots[-window:]}
+    if publish == "nash" and strategy:
+        return dict(strategy)
+    return None
 
 
 def published(run_dir: str | os.PathLike[str]) -> Published:
@@ -89,7 +90,7 @@ def published(run_dir: str | os.PathLike[str]) -> Published:
     with LeagueStore(db, read_only=True) as store:
         players = {p.player_id: p for p in store.players()}
         meta = store.meta()
-    learner = learner_id_of(run_dir)
+    learner = learner_id_of(meta)
     if PUBLISHED_KEY in meta:
         record = json.loads(meta[PUBLISHED_KEY])
         ids, weights = list(record["members"]), [float(w) for w in record["weights"]]

@@ -65,7 +65,7 @@ from arena.league.matchmaking import UpdateMatchmaker
 from arena.league.meta import META_KEY, MetaGame
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
-from arena.league.published import PUBLISHED_KEY
+from arena.league.published import PUBLISHED_KEY, published_mixture
 from arena.league.ratings import TwoTeamRatings
 from arena.league.snapshots import SnapshotGate, load_snapshot, verify_snapshot
 from arena.league.timing import LeagueTimer
@@ -131,11 +131,11 @@ class LeagueRun:
         self._guard_new: dict[str, float] = {}  # the last restore's figures, not yet in the metrics
         self._counts: GuardCounts | None = None  # the guard's counts (store meta), once read
         self._checkpoints_heard: int | None = None  # the main learner's checkpoint count, last heard
-        # PSRO's meta-game over the main learner's snapshots (arena.league.meta), when the league keeps one
-        self.meta_game = MetaGame.from_meta(self.league.store.meta()) if config.uses_meta_game else None
-        self._meta_strategy: dict[str, float] = self.meta_game.strategy() if self.meta_game else {}
-        self._meta_spaces: Any = None
         meta = self.league.store.meta()
+        # PSRO's meta-game over the main learner's snapshots (arena.league.meta), when the league keeps one
+        self.meta_game = MetaGame.from_meta(meta) if config.uses_meta_game else None
+        self._meta_strategy: dict[str, float] = self.meta_game.strategy() if self.meta_game else {}
+        self._meta_players: dict[str, Any] = {}  # the meta-game's members, resolved once each
         resumed, current = GuardCounts.at_checkpoint(meta, learner_checkpoints), GuardCounts.from_meta(meta)
         if resumed != current:  # decisions about weights no checkpoint holds are undone
             logger.warning("the guard's counts go back to those at the learner's checkpoint %d: %s (were %s)",
@@ -385,13 +385,10 @@ class LeagueRun:
                 self._meta_strategy = self.meta_game.strategy()
             values[META_KEY] = self.meta_game.to_meta()
             self._refresh_matchmaking()
-        if self.config.publish == "mixture":
-            window = snapshots[-self.config.publish_window:]
-            values[PUBLISHED_KEY] = {"members": [p.player_id for p in window], "weights": [1.0] * len(window),
-                                     "step": window[-1].step}
-        elif self.config.publish == "nash" and self._meta_strategy:
-            values[PUBLISHED_KEY] = {"members": list(self._meta_strategy),
-                                     "weights": list(self._meta_strategy.values()),
+        mixture = published_mixture(self.config.publish, self.config.publish_window,
+                                    [p.player_id for p in snapshots], self._meta_strategy)
+        if mixture is not None:
+            values[PUBLISHED_KEY] = {"members": list(mixture), "weights": list(mixture.values()),
                                      "step": snapshots[-1].step}
         if values:
             self.league.store.set_metas(values)
@@ -406,13 +403,14 @@ class LeagueRun:
         from arena.evaluation.matchups import play_matchups
         from arena.evaluation.runner import MatchSettings
 
-        if self._meta_spaces is None:
-            self._meta_spaces = game_spaces(self.game, self.team_sizes, self._env_overrides())
-        players = {}
+        spaces = next(iter(self._meta_players.values())).spaces if self._meta_players else game_spaces(
+            self.game, self.team_sizes, self._env_overrides())
         for player_id in [*self.meta_game.players, newcomer.player_id]:
-            player = self.league.pool.get(player_id)
-            players[player_id] = resolve_player(str(snapshot_file(self.run_dir, player)), self.game,
-                                                self.team_sizes, spaces=self._meta_spaces)
+            if player_id not in self._meta_players:  # a resumed run's members, then each newcomer
+                path = snapshot_file(self.run_dir, self.league.pool.get(player_id))
+                self._meta_players[player_id] = resolve_player(str(path), self.game, self.team_sizes,
+                                                               spaces=spaces)
+        players = {p: self._meta_players[p] for p in [*self.meta_game.players, newcomer.player_id]}
         settings = MatchSettings(game=self.game, team_sizes=self.team_sizes, games=self.config.meta_games,
                                  seed=self.config.gauntlet.seed + len(self.meta_game.players),
                                  overrides=self._env_overrides())

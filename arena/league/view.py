@@ -293,7 +293,7 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         images.append(plot_gauntlet(gauntlet, out / GAUNTLET_PNG))
     table = (gauntlet_table(gauntlet, restores=guard.restores, rejections=guard.rejections)
              if gauntlet else None)
-    learner = learner_id_of(run_dir)
+    learner = learner_id_of(meta)
     history = exploitability_history(state.players, state.matches, learner, decay)
     words = None
     if history:

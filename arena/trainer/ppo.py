@@ -154,8 +154,8 @@ class PPOTrainer:
                 self._sequence_fn = DistributedDataParallel(
                     _SequenceModule(self.policy), broadcast_buffers=False,
                     process_group=getattr(self.collective, "group", None))
-        # the magnet (TrainerConfig.magnet_coef): a frozen copy of the policy the loss pulls toward
         self._pending_restore: dict[str, Tensor] | None = None  # rank 0's restore, for the other ranks
+        # the magnet (TrainerConfig.magnet_coef): a frozen copy of the policy the loss pulls toward
         self.magnet: Policy | None = None
         if cfg.magnet_coef > 0.0:
             self.magnet = copy.deepcopy(self.policy).eval().requires_grad_(False)
