@@ -75,3 +75,23 @@ def test_the_learning_rate_anneals_by_the_configured_power_of_the_samples_left()
     for step, lr in seen:
         assert lr == pytest.approx(1e-3 * (1 - step / 4096) ** 2)
     trainer.close()
+
+
+def test_the_entropy_bonus_moves_linearly_from_ent_coef_to_ent_coef_end_with_the_samples() -> None:
+    config = TrainerConfig(
+        num_envs=64, num_threads=1, torch_threads=1, total_timesteps=4096, bptt_horizon=16,
+        rollout_steps=16, minibatch_size=256, ent_coef=0.3, ent_coef_end=0.1,
+    )
+    trainer = PPOTrainer(config, PolicyConfig(hidden_size=16, lstm_size=16), game="rpsw",
+                         matchmaker=FixedMix("scripted:random"))
+    seen = []
+    while not trainer.done:
+        trainer.evaluate()
+        seen.append((trainer.global_step - 1024, trainer.train()["ent_coef"]))
+        trainer.mean_and_log()
+    assert [step for step, _ in seen] == [0, 1024, 2048, 3072]
+    for step, coef in seen:
+        assert coef == pytest.approx(0.3 + (0.1 - 0.3) * step / 4096)
+    trainer.close()
+    with pytest.raises(ValueError, match="ent_coef_end=-0.1 is out of range"):
+        TrainerConfig(ent_coef_end=-0.1).validate()

@@ -72,6 +72,10 @@ class TrainerConfig:
     vf_coef: float = 0.5
     vf_clip_coef: float = 0.2
     ent_coef: float = 0.01
+    # None: the entropy bonus stays ent_coef. A number: the bonus moves linearly from ent_coef to
+    # ent_coef_end over total_timesteps, with the learning rate's progress (a high bonus first keeps
+    # every action in play; the policy then follows the regularised equilibrium as the bonus falls)
+    ent_coef_end: float | None = None
     max_grad_norm: float = 0.5
     norm_adv: bool = True
     compile: bool = False  # torch.compile the policy's step and sequence paths
@@ -143,6 +147,7 @@ class TrainerConfig:
         _require_float(self, "vf_coef", low=0.0)
         _require_float(self, "vf_clip_coef", low=0.0)
         _require_float(self, "ent_coef", low=0.0)
+        _require_float(self, "ent_coef_end", low=0.0, optional=True)
         _require_float(self, "magnet_coef", low=0.0)
         _require_int(self, "magnet_every", low=0)
         _require_float(self, "max_grad_norm", low=0.0, low_open=True)
@@ -183,12 +188,16 @@ def _require_int(cfg: object, name: str, low: int, optional: bool = False) -> No
 
 
 def _require_float(
-    cfg: object, name: str, low: float, high: float | None = None, low_open: bool = False
+    cfg: object, name: str, low: float, high: float | None = None, low_open: bool = False,
+    optional: bool = False,
 ) -> None:
     value = getattr(cfg, name)
+    if optional and value is None:
+        return
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     ok = ok and (value > low if low_open else value >= low) and (high is None or value <= high)
     if not ok:
         bound = f"> {low}" if low_open else f">= {low}"
         bound += f" and <= {high}" if high is not None else ""
-        raise ValueError(f"{name}={value!r} is out of range: allowed a number {bound}")
+        raise ValueError(f"{name}={value!r} is out of range: allowed a number {bound}"
+                         + (" or None" if optional else ""))

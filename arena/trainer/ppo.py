@@ -251,6 +251,15 @@ class PPOTrainer:
         left = max(0.0, 1.0 - self._steps_before_batch / cfg.total_timesteps)
         return cfg.learning_rate * left**cfg.lr_anneal_power
 
+    @property
+    def ent_coef(self) -> float:
+        """The entropy bonus now: ``ent_coef``, or on its way to ``ent_coef_end`` with the run's progress."""
+        cfg = self.config
+        if cfg.ent_coef_end is None:
+            return cfg.ent_coef
+        progress = min(1.0, self._steps_before_batch / cfg.total_timesteps)
+        return cfg.ent_coef + (cfg.ent_coef_end - cfg.ent_coef) * progress
+
     def evaluate(self) -> int:
         """Collects one rollout of ``rollout_steps`` steps per row; returns the learner samples."""
         if self.collective is not None:
@@ -315,6 +324,8 @@ class PPOTrainer:
         out["explained_variance"] = _explained_variance(exp.values, returns, exp.learner_mask,
                                                         self.collective)
         out["learning_rate"] = lr
+        if cfg.ent_coef_end is not None:
+            out["ent_coef"] = self.ent_coef
         # the learner's steps with no decision (a shot-down fighter's rows), left out of the policy's loss
         decides = self.policy.has_decision(exp.obs)[exp.learner_mask]
         out["no_decision_fraction"] = 1.0 - float(decides.float().mean()) if decides.numel() else 0.0
@@ -373,7 +384,7 @@ class PPOTrainer:
             value_error = torch.max(value_error, (clipped - mb.returns) ** 2)
         value_loss = 0.5 * masked_mean(value_error, weight, count)
         entropy_mean = masked_mean(entropy)
-        loss = policy_loss - cfg.ent_coef * entropy_mean + cfg.vf_coef * value_loss
+        loss = policy_loss - self.ent_coef * entropy_mean + cfg.vf_coef * value_loss
         magnet_kl = None
         if self.magnet is not None:
             with torch.no_grad():
