@@ -25,7 +25,9 @@ def _game_config(name: str, game: str, params: dict[str, Param]) -> type:
     fields: list[Any] = [
         ("name", str, field(default=game)),
         ("team_sizes", list[int], field(default_factory=lambda: [1, 1])),
-        ("device", str, field(default="cpu")),  # where the matches step: cpu, or cuda (a CUDA build)
+        # where the matches step: cpu, cuda (a CUDA build of the core), or None: follow trainer.device
+        # (arena/trainer/placement.py)
+        ("device", str | None, field(default=None)),
     ]
     fields += [(key, p.kind, field(default=p.default)) for key, p in params.items()]
     return dataclasses.make_dataclass(name, fields)

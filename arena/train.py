@@ -104,6 +104,7 @@ def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
     from arena.config import opponent_mix
     from arena.trainer.config import PolicyConfig, TrainerConfig
     from arena.trainer.opponents import FixedMix
+    from arena.trainer.placement import placement
     from arena.trainer.stages import StageSchedule, parse_stages
 
     trainer_values = {k: v for k, v in _plain(cfg.trainer).items() if k != "resume"}
@@ -112,13 +113,15 @@ def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
         trainer_values["checkpoint_dir"] = str(run_dir / checkpoint_dir)
     trainer_config = TrainerConfig(**trainer_values).validate()
     env = _plain(cfg.env)
+    where = placement(trainer_config.device, env.get("device"))
     return {
         "trainer_config": trainer_config,
         "policy_config": PolicyConfig(**_plain(cfg.agent)).validate(),
         "game": env["name"],
         "team_sizes": tuple(env["team_sizes"]),
         "env_overrides": {k: v for k, v in env.items() if k not in ENV_META_KEYS},
-        "env_device": str(env.get("device", "cpu")),
+        "env_device": where.env_device,
+        "placement": where,
         "reward_fn": build_reward_fn(cfg),
         "matchmaker": FixedMix(
             opponent_mix(list(cfg.opponents.players), list(cfg.opponents.weights)),
@@ -271,6 +274,8 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
             league_run.close()
         raise
     if main:
+        for note in parts["placement"].notes:
+            logger.info(note)
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
     log = NoneLogger()  # ranks other than 0 log nothing
     if main:

@@ -18,6 +18,7 @@ COMMANDS = {
                        "Goofspiel leagues (selfplay, pfsp, alphastar): exact exploitability over training"),
     "exploit": ("arena.bench.exploit",
                 "approximate exploitability: a fresh learner trains against TARGET alone, its score"),
+    "gpu": ("arena.bench.gpu", "the GPU path in one command (<= 6 min): parity, physics, SPS, league"),
     "crash": ("arena.bench.crash", "SIGKILL a league run at random moments, resume it, check the league"),
 }
 

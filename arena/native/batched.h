@@ -69,7 +69,7 @@ class Batched {
 #else
       throw std::runtime_error(
           "device='cuda' was asked for, but this arena build has no CUDA support; rebuild with "
-          "CMAKE_ARGS='-DARENA_CUDA=ON' pip install . (needs nvcc), or use device='cpu'");
+          "ARENA_CUDA=ON pip install . (needs nvcc), or use device='cpu'");
 #endif
     } else if (device != "cpu") {
       throw std::invalid_argument("device must be 'cpu' or 'cuda', got '" + device + "'");

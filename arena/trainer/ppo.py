@@ -99,7 +99,8 @@ class PPOTrainer:
         self.policy_config = dataclasses.replace(policy_config or PolicyConfig()).validate()
         cfg = self.config
         if cfg.device == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("device='cuda' was asked for, but torch sees no usable GPU; use device='cpu'")
+            raise ValueError("trainer.device='cuda' was asked for, but torch sees no usable GPU; use "
+                             "trainer.device=cpu")
         self.device = torch.device(cfg.device)
         torch.set_num_threads(cfg.resolved_torch_threads)
         self.env_spec = {"game": game, "team_sizes": list(team_sizes), "overrides": dict(env_overrides or {})}
