@@ -64,3 +64,45 @@ def test_player_records_count_each_side_and_skip_mirror_matches(tmp_path):
     assert records["scripted:heuristic"] == (2, 1, 2)
     # random met the learner at i = 1, 4, 7, 10 (learner: draw, win, win, loss), then lost to heuristic
     assert records["scripted:random"] == (1, 1, 3)
+
+
+def test_a_bounded_view_keeps_every_reference_the_learners_newest_snapshots_and_the_best_rated():
+    from arena.league.view import RECENT_SNAPSHOTS, shown_players
+
+    players = [Player("learner", "learner"), Player("scripted:random", "scripted"),
+               Player("main_exploiter", "main_exploiter")]
+    snaps = [Player(snapshot_id("learner", i), "snapshot", path=f"{i}.pt", sha256="ab" * 32, step=i,
+                    parent="learner") for i in range(100)]
+    players += snaps
+    # the leaderboard's order: the oldest snapshots rated best, the references last
+    order = [p.player_id for p in snaps] + ["learner", "scripted:random", "main_exploiter"]
+    shown = shown_players(order, players, "learner", 20)
+    assert len(shown) == 20 and shown == [p for p in order if p in set(shown)]  # the leaderboard's order
+    assert {"learner", "scripted:random", "main_exploiter"} <= set(shown)
+    assert {p.player_id for p in snaps[-RECENT_SNAPSHOTS:]} <= set(shown)
+    best = [p.player_id for p in snaps[:20 - 3 - RECENT_SNAPSHOTS]]
+    assert set(shown) == {"learner", "scripted:random", "main_exploiter", *best,
+                          *(p.player_id for p in snaps[-RECENT_SNAPSHOTS:])}
+    assert shown_players(order[:15], players, "learner", 20) == order[:15]  # small pools whole
+
+
+def test_show_draws_the_leagues_bounded_set_and_every_player_with_all(tmp_path):
+    from arena.league.view import show
+
+    run_dir = tmp_path / "run"
+    league = League.open(run_dir)
+    league.add_player(Player("learner", "learner"))
+    league.add_player(Player("scripted:random", "scripted"))
+    for i in range(40):
+        snap = snapshot_id("learner", i)
+        league.add_player(Player(snap, "snapshot", path=f"{i}.pt", sha256="cd" * 32, step=i,
+                                 parent="learner"))
+        league.record_match(["learner"], [snap], ["win", "loss"][i % 2], learner_step=i)
+    league.store.set_meta("league_config", {"view_players": 12, "learner_id": "learner"})
+    league.close()
+    bounded = show(run_dir, tmp_path / "a")
+    assert len(bounded.rows) == 12 and {"learner", "scripted:random"} <= {r.player_id for r in bounded.rows}
+    assert len(show(run_dir, tmp_path / "b", all_players=True).rows) == 42
+    result = run_show(str(run_dir), "--all", "--out", str(tmp_path / "c"))
+    assert result.returncode == 0, result.stderr
+    assert snapshot_id("learner", 0) in result.stdout and snapshot_id("learner", 39) in result.stdout

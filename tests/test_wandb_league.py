@@ -211,3 +211,29 @@ def test_the_rating_chart_is_thinned_evenly_keeping_each_curves_ends():
     gaps = {b - a for a, b in zip(learner_xs[:-1], learner_xs[1:], strict=True)}
     assert max(gaps) - min(gaps) <= 2  # evenly spread
     assert series["learner:snap-000001"] == ([10_000.0], [2.0])
+
+
+def test_a_league_larger_than_view_players_logs_only_its_bounded_set(tmp_path, monkeypatch):
+    """Per-player keys, the leaderboard and the payoff heatmap hold the league's bounded set
+    (``league.view_players``), not the whole pool; the store keeps every player."""
+    from arena.league.view import shown_players
+
+    run_dir = tmp_path / "run"
+    env = isolate_wandb(monkeypatch, tmp_path / "home")
+    args = [a for a in LEAGUE_RUN if not a.startswith(("trainer.total_timesteps", "league.snapshot."))]
+    args += ["trainer.total_timesteps=24000", "league.snapshot.every_steps=1000", "league.view_players=12"]
+    done = subprocess.run([sys.executable, "-m", "arena.train", *args, f"run_dir={run_dir}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = offline_run(run_dir)
+    with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
+        state = store.load(float(json.loads(store.meta()[META_DECAY])))
+    order = [row.player_id for row in leaderboard_rows(state)]
+    shown = shown_players(order, state.players, "learner", 12)
+    assert len(order) > len(shown) >= 12  # the league outgrew its views
+    leaderboard = run.table("league/leaderboard")
+    assert [row[1] for row in leaderboard["data"]] == shown
+    assert {cell[0] for cell in run.table("league/payoff_heatmap_table")["data"]} <= set(shown)
+    for row in run.history:
+        keys = [k for k in row if k.startswith("league/rating/")]
+        assert len(keys) <= len(shown)

@@ -1,4 +1,4 @@
-"""`python -m arena.league show RUN_DIR [--out DIR] [--x match|step]`: leaderboard and league plots."""
+"""`python -m arena.league show RUN_DIR [--out DIR] [--x match|step] [--all]`: leaderboard and plots."""
 
 from __future__ import annotations
 
@@ -19,11 +19,14 @@ def main(argv: list[str] | None = None) -> int:
     show_cmd.add_argument("--out", default=None, help="directory for the PNGs (default: RUN_DIR)")
     show_cmd.add_argument("--x", choices=("match", "step"), default="match",
                           help="x axis of the rating curves: match index or learner step")
+    show_cmd.add_argument("--all", action="store_true", dest="all_players",
+                          help="every player (default: the league's view_players: every non-snapshot "
+                               "player, the learner's newest snapshots and the best rated)")
     args = parser.parse_args(argv)
 
     console = Console()
     try:
-        view = show(args.run_dir, args.out, x=args.x)
+        view = show(args.run_dir, args.out, x=args.x, all_players=args.all_players)
     except (FileNotFoundError, ValueError) as err:
         Console(stderr=True).print(f"[red]error:[/red] {err}")
         return 2

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.table import Table
 
+from arena.league.config import LeagueConfig
 from arena.league.exploitability import Exploitability, exploitability_history
 from arena.league.guard import GuardCounts
 from arena.league.payoff import PayoffTable
@@ -32,6 +33,9 @@ from arena.league.store import (
 )
 
 if TYPE_CHECKING:
+    from arena.league.players import Player
+
+if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 RATING_CURVES_PNG = "league_ratings.png"
@@ -41,6 +45,8 @@ EXPLOITABILITY_PNG = "league_exploitability.png"
 _MAX_LABELLED = 16  # more players than this: no legend / cell labels, they would be unreadable
 # Points of the logged rating chart, all players together (a W&B table holds at most 10,000 rows).
 RATING_CHART_MAX_POINTS = 5000
+RECENT_SNAPSHOTS = 8  # the main learner's newest snapshots, always in a bounded view
+VIEW_PLAYERS_DEFAULT = LeagueConfig.view_players  # a store written before league.view_players
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,26 @@ def leaderboard_rows(state: LeagueState) -> list[LeaderboardRow]:
         rows.append(LeaderboardRow(rank, entry.player_id, kinds[entry.player_id], entry.mu, entry.sigma,
                                    entry.conservative, w, d, l))
     return rows
+
+
+def shown_players(order: Sequence[str], players: Sequence[Player], learner_id: str, limit: int) -> list[str]:
+    """The players a bounded view shows, in ``order`` (the leaderboard's, best first): every player
+    that is not a snapshot (learners, exploiters, scripted references), the ``RECENT_SNAPSHOTS``
+    newest snapshots of ``learner_id`` (``players`` is in the order they joined), then the best rated
+    of the rest until ``limit`` are shown. A pool of at most ``limit`` players is shown whole; the
+    players that are not snapshots are shown even beyond ``limit``."""
+    if limit < 1:
+        raise ValueError(f"limit={limit} must be >= 1")
+    if len(order) <= limit:
+        return list(order)
+    keep = {p.player_id for p in players if p.kind != "snapshot"}
+    mine = [p.player_id for p in players if p.kind == "snapshot" and p.parent == learner_id]
+    keep.update(mine[-RECENT_SNAPSHOTS:])
+    for player_id in order:
+        if len(keep) >= limit:
+            break
+        keep.add(player_id)
+    return [p for p in order if p in keep]
 
 
 def leaderboard_table(rows: Sequence[LeaderboardRow], title: str = "League leaderboard") -> Table:
@@ -163,10 +189,14 @@ class RatingCurves:
 
 def plot_rating_curves(
     history: Sequence[RatingRow], matches: Sequence[MatchRecord], path: str | os.PathLike[str],
-    x: str = "match",
+    x: str = "match", players: Sequence[str] | None = None,
 ) -> Path:
-    """PNG of each player's conservative rating after each of its matches, against match index or step."""
+    """PNG of each player's conservative rating after each of its matches, against match index or step
+    (``players``: only these; None: every player)."""
     curves = rating_series(history, matches, x=x)
+    if players is not None:
+        wanted = set(players)
+        curves = {p: c for p, c in curves.items() if p in wanted}
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 5))
     for player_id, (xs, ys) in curves.items():
@@ -268,8 +298,10 @@ class LeagueView:
 
 
 def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None,
-         x: str = "match") -> LeagueView:
-    """Read RUN_DIR/league.sqlite, build the leaderboard table and write the two PNGs to out_dir."""
+         x: str = "match", all_players: bool = False) -> LeagueView:
+    """Read RUN_DIR/league.sqlite, build the leaderboard table and write the PNGs to out_dir: the
+    league's bounded set of players (``shown_players`` with its ``view_players``), or every player
+    with ``all_players``."""
     run_dir = Path(run_dir)
     db = run_dir / LEAGUE_DB
     if not db.is_file():
@@ -284,16 +316,21 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         gauntlet = store.gauntlet()
     guard = GuardCounts.from_meta(meta)
     rows = leaderboard_rows(state)
+    learner = learner_id_of(meta)
+    if not all_players:
+        config = json.loads(meta.get("league_config", "{}"))
+        limit = int(config.get("view_players") or VIEW_PLAYERS_DEFAULT)
+        shown = set(shown_players([r.player_id for r in rows], state.players, learner, limit))
+        rows = [r for r in rows if r.player_id in shown]
     order = [r.player_id for r in rows]
     images = [
-        plot_rating_curves(history, state.matches, out / RATING_CURVES_PNG, x=x),
+        plot_rating_curves(history, state.matches, out / RATING_CURVES_PNG, x=x, players=order),
         plot_payoff_heatmap(state.payoff, order, out / PAYOFF_PNG),
     ]
     if gauntlet:
         images.append(plot_gauntlet(gauntlet, out / GAUNTLET_PNG))
     table = (gauntlet_table(gauntlet, restores=guard.restores, rejections=guard.rejections)
              if gauntlet else None)
-    learner = learner_id_of(meta)
     history = exploitability_history(state.players, state.matches, learner, decay)
     words = None
     if history:
