@@ -100,6 +100,13 @@ def test_store_uses_wal_journal(tmp_path):
         assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_a_rollback_finds_the_ratings_it_deletes_by_an_index_not_a_scan(tmp_path):
+    with LeagueStore(tmp_path / LEAGUE_DB) as store:
+        query = "EXPLAIN QUERY PLAN DELETE FROM ratings WHERE match_id >= ?"
+        plan = store._conn.execute(query, (5,)).fetchall()
+    assert any("ratings_by_match" in row[-1] for row in plan), plan
+
+
 def test_registering_a_player_twice_is_idempotent_but_conflicts_fail(tmp_path):
     with LeagueStore(tmp_path / LEAGUE_DB) as store:
         store.add_player(PLAYERS[0])

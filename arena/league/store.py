@@ -81,7 +81,9 @@ CREATE TABLE IF NOT EXISTS match_learners (
     checkpoint INTEGER NOT NULL CHECK (checkpoint >= 0),
     PRIMARY KEY (match_id, player_id)
 );
-CREATE INDEX IF NOT EXISTS match_learners_by_player ON match_learners (player_id, checkpoint)
+CREATE INDEX IF NOT EXISTS match_learners_by_player ON match_learners (player_id, checkpoint);
+-- a rollback deletes the ratings of the matches from one on: without it, a scan of every rating row
+CREATE INDEX IF NOT EXISTS ratings_by_match ON ratings (match_id)
 """
 
 _GAUNTLET_SCHEMA = """
