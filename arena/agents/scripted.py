@@ -2,6 +2,9 @@
 
 A scripted player maps a batch of observation rows to a batch of actions with numpy alone;
 it keeps no per-row memory, so any rows of any envs, in any order, can be handed to it.
+A player may also have a torch version (``act_torch``, ``supports_torch``): the same actions from
+observation tensors on any device, so that a rollout with the env on the GPU needs no host copy of
+the observations for it.
 The league names them ``"scripted:<name>"``; ``make_scripted`` accepts either spelling.
 """
 
@@ -9,9 +12,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+from arena.rewards.base import twins_defined
+
+if TYPE_CHECKING:  # torch is optional (the train extra): the numpy path never imports it
+    from torch import Tensor
 
 
 class _BotNames(Mapping[str, tuple[str, ...]]):
@@ -50,6 +58,9 @@ class ScriptedAgent(ABC):
 
     game: str = ""
     name: str = ""
+    #: (numpy method, its torch twin) pairs: ``act_torch`` runs the torch twins only where each numpy
+    #: rule has its twin defined at least as deep in the class hierarchy (``twins_defined``)
+    TORCH_TWINS: ClassVar[tuple[tuple[str, str], ...]] = (("_act", "_act_torch"),)
 
     def __init__(self, obs_dim: int, action_nvec: tuple[int, ...]) -> None:
         self.obs_dim = obs_dim
@@ -69,6 +80,32 @@ class ScriptedAgent(ABC):
             return np.zeros((0, self.action_dims), dtype=np.int32)
         actions = self._act(obs)
         return np.ascontiguousarray(actions, dtype=np.int32)
+
+    @property
+    def supports_torch(self) -> bool:
+        """Whether ``act_torch`` computes on tensors what ``act`` computes (see ``TORCH_TWINS``)."""
+        return twins_defined(type(self), self.TORCH_TWINS, ScriptedAgent)
+
+    def act_torch(self, obs: Tensor) -> Tensor:
+        """``act`` on an observation tensor [n, obs_dim]: int32 actions [n, action_dims] on its device.
+
+        A player with a torch version computes them there; one without copies the rows to the host
+        and runs ``act`` (the numpy path), so every player can be called this way."""
+        import torch
+
+        if obs.ndim != 2 or obs.shape[1] != self.obs_dim:
+            raise ValueError(
+                f"{type(self).__name__} expects observations of shape [n, {self.obs_dim}], "
+                f"got {tuple(obs.shape)}")
+        if len(obs) == 0:
+            return torch.zeros((0, self.action_dims), dtype=torch.int32, device=obs.device)
+        if not self.supports_torch:
+            return torch.from_numpy(self.act(obs.detach().cpu().numpy())).to(obs.device)
+        return self._act_torch(obs.to(torch.float32)).to(torch.int32)
+
+    def _act_torch(self, obs: Tensor) -> Tensor:
+        """``_act`` on a validated, non-empty float32 tensor; players with a torch version define it."""
+        raise NotImplementedError(f"{type(self).__name__} has no torch version (_act_torch)")
 
     def reset(self) -> None:  # noqa: B027 - deliberately empty: the Agent interface's reset
         """Nothing to reset: no per-row memory."""

@@ -3,11 +3,22 @@
 Both read only the observation (layout in ``arena/envs/midrange_obs.py``) and decide every row
 at once with numpy. Angles are relative to the fighter's nose, positive to the LEFT, as the
 observation's bearings and the rudder are.
+
+Each pilot also has a torch version (``act_torch``), for a rollout whose observations stay on the
+GPU. The heuristic's repeats the numpy rules operation by operation in the dtypes numpy computes
+them in (float32, float64 where numpy promotes), so on the same observations it gives the same
+actions, with one exception: ``arctan2`` (bearings from sin/cos) is not the same function in numpy
+(float32: SIMD code, SVML on AVX-512 CPUs) and torch; the two differ by a few ulp, so a row whose
+angle lies within a few ulp of one of the rules' thresholds may get another action (measured: none
+of the tens of thousands of rows of real matches the tests compare). The random pilot's torch
+version draws from the same numpy generator as ``act``, so the two are equal draw for draw.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,8 +33,14 @@ from arena.envs.midrange_obs import (
     MidrangeObsLayout,
 )
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
 RUDDER_CENTRE = 2
 FULL_THROTTLE = 2
+# Whether numpy computes a float32 array times a numpy float64 scalar in float64 (numpy >= 2, NEP 50)
+# or in float32 (numpy 1's value-based casting): the torch version follows the installed numpy.
+_MIXED_FLOAT64 = (np.ones(1, np.float32) * np.deg2rad(1.0)).dtype == np.float64
 
 _S = {name: i for i, name in enumerate(SELF)}
 _F = {name: i for i, name in enumerate(FIGHTER)}
@@ -38,6 +55,50 @@ def wrap(angle: np.ndarray) -> np.ndarray:
 def angle_of(sin: np.ndarray, cos: np.ndarray) -> np.ndarray:
     """Bearing in radians from its sin/cos features (0 for zero padding)."""
     return np.arctan2(sin, cos)
+
+
+def wrap_torch(angle: Tensor) -> Tensor:
+    """``wrap`` on a tensor, in its dtype: ``remainder`` is numpy's ``mod`` (a floored ``fmod``)."""
+    import torch
+
+    return math.pi - torch.remainder(math.pi - angle, 2.0 * math.pi)
+
+
+def _mixed(x: Tensor) -> Tensor:
+    """A float32 tensor in the dtype numpy gives a float32 array times a numpy float64 scalar."""
+    import torch
+
+    return x.to(torch.float64) if _MIXED_FLOAT64 else x
+
+
+def assigned_enemy_torch(layout: MidrangeObsLayout, obs: Tensor) -> Tensor:
+    """``MidrangeObsLayout.assigned_enemy`` on tensors: [n] int64 index of the enemy each fighter is
+    left to attack, -1 with none alive. Ranges between fighters are worked out as numpy's float32
+    ``hypot`` does (in float64, rounded once), so the split is the numpy one."""
+    import torch
+
+    enemies = layout.enemies(obs)
+    alive = enemies[:, :, _F["alive"]] > 0.5
+    inf = torch.tensor(math.inf, dtype=obs.dtype, device=obs.device)
+    my_range = torch.where(alive, enemies[:, :, _F["range"]], inf)  # [n, E]
+    mine = alive
+    if layout.max_team > 1:
+        allies = layout.allies(obs)
+
+        def position(block: Tensor) -> tuple[Tensor, Tensor]:
+            r = block[:, :, _F["range"]]
+            return r * block[:, :, _F["bearing_cos"]], r * block[:, :, _F["bearing_sin"]]
+
+        (ex, ey), (ax, ay) = position(enemies), position(allies)
+        dx = (ex[:, None, :] - ax[:, :, None]).to(torch.float64)
+        dy = (ey[:, None, :] - ay[:, :, None]).to(torch.float64)
+        ally_range = torch.sqrt(dx * dx + dy * dy).to(obs.dtype)
+        ally_alive = allies[:, :, _F["alive"]] > 0.5
+        ally_range = torch.where(ally_alive[:, :, None], ally_range, inf)  # [n, A, E]
+        mine = alive & (my_range <= ally_range.min(dim=1).values)
+    claimed = torch.where(mine, my_range, inf)
+    target = torch.where(mine.any(dim=1), claimed.argmin(dim=1), my_range.argmin(dim=1))
+    return torch.where(alive.any(dim=1), target, torch.full_like(target, -1))
 
 
 class MidrangePilot(ScriptedAgent):
@@ -68,6 +129,14 @@ class MidrangePilot(ScriptedAgent):
             return np.zeros((len(obs), 0, len(MISSILE)), dtype=obs.dtype)
         return self.layout.own_missiles(obs)
 
+    def missile_block_torch(self, obs: Tensor, own: bool) -> Tensor:
+        """[n, K, 7] tensor view of my missiles (``own``) or of the threats (empty with K = 0)."""
+        import torch
+
+        if self.layout.tracked_missiles == 0:
+            return torch.zeros((len(obs), 0, len(MISSILE)), dtype=obs.dtype, device=obs.device)
+        return self.layout.own_missiles(obs) if own else self.layout.threats(obs)
+
 
 class RandomPilot(MidrangePilot):
     """Uniformly random rudder, throttle and fire, from a seeded numpy generator."""
@@ -81,7 +150,17 @@ class RandomPilot(MidrangePilot):
         self.rng = np.random.default_rng(seed)
 
     def _act(self, obs: np.ndarray) -> np.ndarray:
-        return self.rng.integers(0, np.asarray(self.action_nvec), size=(len(obs), self.action_dims))
+        return self._draw(len(obs))
+
+    def _act_torch(self, obs: Tensor) -> Tensor:
+        """The numpy generator's draw (as ``_act``), moved to the observations' device: the numbers
+        are few, the observations are not read, and checkpoints keep one generator state per pilot."""
+        import torch
+
+        return torch.from_numpy(self._draw(len(obs)).astype(np.int32)).to(obs.device)
+
+    def _draw(self, n: int) -> np.ndarray:
+        return self.rng.integers(0, np.asarray(self.action_nvec), size=(n, self.action_dims))
 
 
 @dataclass(frozen=True)
@@ -119,6 +198,9 @@ class HeuristicPilot(MidrangePilot):
     """
 
     name = "heuristic"
+    TORCH_TWINS = (("_act", "_act_torch"), ("_defence", "_defence_torch"),
+                   ("_bend_from_boundary", "_bend_from_boundary_torch"), ("_rudder", "_rudder_torch"),
+                   ("_fire", "_fire_torch"), ("_missile_in_flight", "_missile_in_flight_torch"))
 
     def __init__(
         self,
@@ -147,6 +229,29 @@ class HeuristicPilot(MidrangePilot):
         actions[:, 0] = self._rudder(heading)
         actions[:, 1] = FULL_THROTTLE
         actions[:, 2] = self._fire(obs, enemy, has_target, target_bearing)
+        return actions
+
+    def _act_torch(self, obs: Tensor) -> Tensor:
+        """``_act`` on tensors, rule by rule (each ``_<rule>_torch`` repeats ``_<rule>``)."""
+        import torch
+
+        me = self.layout.self_features(obs)
+        enemies = self.layout.enemies(obs)
+        target = assigned_enemy_torch(self.layout, obs)
+        rows = torch.arange(len(obs), device=obs.device)
+        enemy = enemies[rows, target.clamp(min=0)]
+        has_target = target >= 0
+        bearing = torch.atan2(enemy[:, _F["bearing_sin"]], enemy[:, _F["bearing_cos"]])
+        target_bearing = torch.where(has_target, bearing, torch.zeros((), dtype=obs.dtype, device=obs.device))
+
+        threatened, defend_heading = self._defence_torch(obs)
+        heading = torch.where(threatened, defend_heading, target_bearing.to(torch.float64))
+        heading = self._bend_from_boundary_torch(me, heading)
+
+        actions = torch.empty((len(obs), 3), dtype=torch.int32, device=obs.device)
+        actions[:, 0] = self._rudder_torch(heading)
+        actions[:, 1] = FULL_THROTTLE
+        actions[:, 2] = self._fire_torch(obs, enemy, has_target, target_bearing).to(torch.int32)
         return actions
 
     # ------------------------------------------------------------------ rules
@@ -178,6 +283,35 @@ class HeuristicPilot(MidrangePilot):
         )
         return urgent.any(axis=1), np.where(drag_now, drag, crank)
 
+    def _defence_torch(self, obs: Tensor) -> tuple[Tensor, Tensor]:
+        """``_defence`` on tensors; the heading in float64, as numpy's."""
+        import torch
+
+        t = self.tuning
+        threats = self.missile_block_torch(obs, own=False)
+        n = len(obs)
+        if threats.shape[1] == 0:
+            return (torch.zeros(n, dtype=torch.bool, device=obs.device),
+                    torch.zeros(n, dtype=torch.float64, device=obs.device))
+        inf = torch.tensor(math.inf, dtype=obs.dtype, device=obs.device)
+        present = threats[:, :, _M["present"]] > 0.5
+        range_km = threats[:, :, _M["range"]] * (RANGE_SCALE_M / 1000.0)
+        closing_kms = threats[:, :, _M["closing"]] * (SPEED_SCALE_MS / 1000.0)
+        time_to_go = torch.where(closing_kms > 1e-3, range_km / closing_kms.clamp(min=1e-3), inf)
+        urgent = present & ((time_to_go < t.defend_time_s) | (range_km < t.defend_range_km))
+        urgency = torch.where(urgent, range_km / closing_kms.clamp(min=0.3), inf)
+        worst = threats[torch.arange(n, device=obs.device), urgency.argmin(dim=1)]
+        bearing = torch.atan2(worst[:, _M["bearing_sin"]], worst[:, _M["bearing_cos"]])
+        worst_range = worst[:, _M["range"]] * (RANGE_SCALE_M / 1000.0)
+        worst_closing = worst[:, _M["closing"]] * (SPEED_SCALE_MS / 1000.0)
+        side = torch.where(bearing >= 0.0, 1.0, -1.0).to(torch.float64)
+        crank = bearing.to(torch.float64) - side * float(np.deg2rad(t.crank_deg))
+        drag = wrap_torch(bearing + math.pi)
+        drag_now = (worst_range < t.drag_time_s * worst_closing.clamp(min=0.0)) | (
+            worst_range < t.defend_range_km
+        )
+        return urgent.any(dim=1), torch.where(drag_now, drag.to(torch.float64), crank)
+
     def _bend_from_boundary(self, me: np.ndarray, heading: np.ndarray) -> np.ndarray:
         """Clamps the heading to within an allowed angle of the centre near the edge."""
         t = self.tuning
@@ -190,10 +324,33 @@ class HeuristicPilot(MidrangePilot):
         off = wrap(heading - centre)
         return centre + np.clip(off, -allowed, allowed)
 
+    def _bend_from_boundary_torch(self, me: Tensor, heading: Tensor) -> Tensor:
+        """``_bend_from_boundary`` on tensors (``heading`` float64, as numpy's)."""
+        import torch
+
+        t = self.tuning
+        boundary_km = me[:, _S["boundary"]] * (RANGE_SCALE_M / 1000.0)
+        centre = torch.atan2(me[:, _S["centre_sin"]], me[:, _S["centre_cos"]])
+        width = torch.tensor(t.boundary_soft_km - t.boundary_hard_km, dtype=me.dtype, device=me.device)
+        closeness = ((t.boundary_soft_km - boundary_km) / width).clamp(0.0, 1.0)
+        allowed = math.pi - _mixed(closeness) * float(np.pi - np.deg2rad(t.boundary_max_off_deg))
+        allowed = allowed.to(torch.float64)
+        off = wrap_torch(heading - centre.to(torch.float64))
+        return centre.to(torch.float64) + torch.minimum(torch.maximum(off, -allowed), allowed)
+
     def _rudder(self, heading: np.ndarray) -> np.ndarray:
         """Rudder index turning the nose toward ``heading`` (positive = left = high index)."""
         command = np.clip(wrap(heading) / np.deg2rad(self.tuning.rudder_full_deg), -1.0, 1.0)
         return (RUDDER_CENTRE + np.rint(2.0 * command)).astype(np.int32)
+
+    def _rudder_torch(self, heading: Tensor) -> Tensor:
+        """``_rudder`` on a float64 heading tensor (``round`` is numpy's ``rint``: half to even)."""
+        import torch
+
+        full = torch.tensor(float(np.deg2rad(self.tuning.rudder_full_deg)), dtype=heading.dtype,
+                            device=heading.device)
+        command = (wrap_torch(heading) / full).clamp(-1.0, 1.0)
+        return (RUDDER_CENTRE + torch.round(2.0 * command)).to(torch.int32)
 
     def _fire(
         self, obs: np.ndarray, enemy: np.ndarray, has_target: np.ndarray, target_bearing: np.ndarray
@@ -214,6 +371,31 @@ class HeuristicPilot(MidrangePilot):
         locks_target = np.abs(target_bearing) <= off_nose.min(axis=1) + 1e-6
         return has_target & in_envelope & in_cone & ready & locks_target & ~self._missile_in_flight(obs)
 
+    def _fire_torch(self, obs: Tensor, enemy: Tensor, has_target: Tensor, target_bearing: Tensor) -> Tensor:
+        """``_fire`` on tensors: [n] bool."""
+        import torch
+
+        t = self.tuning
+        me = self.layout.self_features(obs)
+        range_km = enemy[:, _F["range"]] * (RANGE_SCALE_M / 1000.0)
+        closing_kms = enemy[:, _F["closing"]] * (SPEED_SCALE_MS / 1000.0)
+        max_range = t.fire_range_km + t.fire_range_per_closing_km * closing_kms
+        in_envelope = (range_km < max_range) & (range_km > t.fire_min_range_km)
+        cone = float(np.deg2rad(t.fire_cone_deg))
+        if _MIXED_FLOAT64:
+            in_cone = target_bearing.abs().to(torch.float64) < cone
+        else:
+            in_cone = target_bearing.abs() < torch.tensor(cone, dtype=target_bearing.dtype,
+                                                          device=target_bearing.device)
+        ready = (me[:, _S["missiles"]] > 1e-6) & (me[:, _S["cooldown"]] < 1e-6)
+        enemies = self.layout.enemies(obs)
+        off_nose = torch.atan2(enemies[:, :, _F["bearing_sin"]], enemies[:, :, _F["bearing_cos"]]).abs()
+        inf = torch.tensor(math.inf, dtype=obs.dtype, device=obs.device)
+        off_nose = torch.where(enemies[:, :, _F["alive"]] > 0.5, off_nose, inf)
+        locks_target = target_bearing.abs() <= off_nose.min(dim=1).values + 1e-6
+        return (has_target & in_envelope & in_cone & ready & locks_target
+                & ~self._missile_in_flight_torch(obs))
+
     def _missile_in_flight(self, obs: np.ndarray) -> np.ndarray:
         """Whether one of my missiles is still a danger to its target: motor burning or closing.
 
@@ -224,6 +406,13 @@ class HeuristicPilot(MidrangePilot):
         burning = own[:, :, _M["tof"]] < self.tuning.burn_fraction_of_flight
         live = (own[:, :, _M["present"]] > 0.5) & ((own[:, :, _M["closing"]] > 0.0) | burning)
         return live.any(axis=1)
+
+    def _missile_in_flight_torch(self, obs: Tensor) -> Tensor:
+        """``_missile_in_flight`` on tensors: [n] bool."""
+        own = self.missile_block_torch(obs, own=True)
+        burning = own[:, :, _M["tof"]] < self.tuning.burn_fraction_of_flight
+        live = (own[:, :, _M["present"]] > 0.5) & ((own[:, :, _M["closing"]] > 0.0) | burning)
+        return live.any(dim=1)
 
 
 class EvaderPilot(HeuristicPilot):
@@ -236,6 +425,11 @@ class EvaderPilot(HeuristicPilot):
 
     def _act(self, obs: np.ndarray) -> np.ndarray:
         actions = super()._act(obs)
+        actions[:, 2] = 0
+        return actions
+
+    def _act_torch(self, obs: Tensor) -> Tensor:
+        actions = super()._act_torch(obs)
         actions[:, 2] = 0
         return actions
 

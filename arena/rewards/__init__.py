@@ -4,7 +4,7 @@ Write ``class MyReward(arena.rewards.Reward)`` and name it in the reward config 
 Rewards shape training only; wins, payoffs and ratings come from match outcomes.
 """
 
-from arena.rewards.base import Reward, RewardError, StepBatch
+from arena.rewards.base import Reward, RewardError, StepBatch, TorchStepBatch
 from arena.rewards.compose import CompositeReward, build_reward
 from arena.rewards.terms import (
     BUILTIN_TERMS,
@@ -46,5 +46,6 @@ __all__ = [
     "RewardError",
     "StepBatch",
     "Survival",
+    "TorchStepBatch",
     "build_reward",
 ]

@@ -27,12 +27,15 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arena.rewards.base import Reward, RewardError, StepBatch
+from arena.rewards.base import Reward, RewardError, StepBatch, TorchStepBatch
 from arena.rewards.terms import BUILTIN_TERMS, PotentialShaping
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 logger = logging.getLogger(__name__)
 
@@ -179,6 +182,46 @@ class CompositeReward:
             total += value
         return total, parts
 
+    @property
+    def supports_torch(self) -> bool:
+        """Whether every term has a torch version, so ``torch_call`` runs without leaving the device."""
+        return not self.host_bound_terms()
+
+    def host_bound_terms(self) -> list[str]:
+        """The labels of the terms without a torch version (``Reward.label``: the config's name and
+        the class), in config order: each makes ``torch_call`` copy the step to the host."""
+        return [term.label() for _, term in self.terms.values() if not term.supports_torch]
+
+    def torch_call(self, batch: TorchStepBatch) -> tuple[Tensor, dict[str, Tensor]]:
+        """``__call__`` on tensors: (total [rows] float32, {term: weighted term}) on the batch's device.
+
+        Same values as ``__call__`` on the same step (each built-in term's torch version repeats its
+        numpy arithmetic; the weighting and the summing are the same float32 operations in the same
+        order). With a term that has no torch version the whole step runs on numpy (a host copy),
+        and the results come back as tensors. The values are checked as ``__call__`` checks them;
+        the NaN/inf check reads one flag back from the device for the whole step."""
+        import torch
+
+        if not self.supports_torch:
+            total_np, parts_np = self(batch.to_numpy())
+            device = batch.outcome_reward.device
+            return (torch.as_tensor(total_np, device=device),
+                    {name: torch.as_tensor(value, device=device) for name, value in parts_np.items()})
+        rows = batch.num_rows
+        total = torch.zeros(rows, dtype=torch.float32, device=batch.outcome_reward.device)
+        parts: dict[str, Tensor] = {}
+        raw: list[Tensor] = []
+        for name, (weight, term) in self.terms.items():
+            value = self._checked_tensor(term, term.torch_call(batch), rows)
+            raw.append(value)
+            value = value * float(np.float32(weight))
+            parts[name] = value
+            total = total + value
+        if raw and not bool(torch.isfinite(torch.stack(raw)).all()):
+            for (name, (_, term)), value in zip(self.terms.items(), raw, strict=True):
+                self._checked(name, term, value.cpu().numpy(), rows)  # raises, naming the term
+        return total, parts
+
     def reset(self, done_rows: np.ndarray) -> None:
         """Clears per-row state of every term for the rows whose episode ended."""
         done_rows = np.asarray(done_rows, dtype=bool)
@@ -219,6 +262,22 @@ class CompositeReward:
                 f"{label} returned {int(bad.sum())} NaN/inf values (first at row {first}: {array[first]})"
             )
         return array
+
+    @staticmethod
+    def _checked_tensor(term: Reward, value: Any, rows: int) -> Tensor:
+        """A term's torch value as float32 [rows], refused (naming the term) if it is not one."""
+        import torch
+
+        label = term.label()
+        if not isinstance(value, torch.Tensor):
+            raise RewardError(f"{label}.torch_call returned {type(value).__name__}, not a tensor")
+        if tuple(value.shape) != (rows,):
+            raise RewardError(f"{label}.torch_call returned shape {tuple(value.shape)}; expected ({rows},), "
+                              "one value per row")
+        if value.is_complex():
+            raise RewardError(
+                f"{label}.torch_call returned dtype {value.dtype}, which cannot be cast to float32")
+        return value.to(torch.float32)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={w:g}*{type(t).__name__}" for n, (w, t) in self.terms.items())

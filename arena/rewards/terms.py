@@ -24,11 +24,18 @@ means "more of the good thing", so costs (death, missile_fired, boundary) return
   paid at the launch (midrange).
 - ``Boundary``: a penalty that grows linearly from 0 at ``margin_m`` from the arena edge to -1 at the
   edge. Not potential-based: it is meant to change behaviour (discourage flying out). (midrange)
+
+Torch versions (``torch_call``, for a rollout that keeps the observations on the GPU): every term
+above except ``MissileReach`` and ``LaunchAngle`` has one, which repeats the numpy arithmetic
+operation by operation in the same dtypes, so on the CPU its values are bit-identical to the numpy
+ones. ``MissileReach`` (float64 transcendental functions, a ``bincount``) and ``LaunchAngle``
+(``arccos``) would match only to rounding, so they keep the numpy path.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,7 +52,11 @@ from arena.rewards.base import (
     Reward,
     RewardError,
     StepBatch,
+    TorchStepBatch,
 )
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 MISSILE_PRESENT = MISSILE.index("present")
 MISSILE_RANGE = MISSILE.index("range")
@@ -57,11 +68,31 @@ ENEMY_SPEED = FIGHTER.index("speed")
 SELF_SPEED = SELF.index("speed")
 
 
+def _divide(x: Tensor, divisor: float) -> Tensor:
+    """``x / divisor`` rounded as numpy rounds it: CUDA turns a division by a Python number into a
+    multiplication by its reciprocal (not bit-identical), a division by a tensor it does not."""
+    import torch
+
+    return x / torch.tensor(divisor, dtype=x.dtype, device=x.device)
+
+
+def _where0(mask: Tensor, value: Tensor) -> Tensor:
+    """``np.where(mask, value, 0.0)`` on float32 values."""
+    import torch
+
+    return torch.where(mask, value, torch.zeros((), dtype=value.dtype, device=value.device))
+
+
 class Outcome(Reward):
     """The match outcome, exactly the core's reward: +1 win, -1 loss, 0 draw or still running."""
 
     def __call__(self, batch: StepBatch) -> np.ndarray:
         return np.asarray(batch.outcome_reward, dtype=np.float32)
+
+    def torch_call(self, batch: TorchStepBatch) -> Tensor:
+        import torch
+
+        return batch.outcome_reward.to(torch.float32)
 
 
 class Event(Reward):
@@ -76,6 +107,10 @@ class Event(Reward):
     def __call__(self, batch: StepBatch) -> np.ndarray:
         counts = self.event(batch, self.event_name)
         return counts if self.scale == 1.0 else counts * np.float32(self.scale)
+
+    def torch_call(self, batch: TorchStepBatch) -> Tensor:
+        counts = self.event_torch(batch, self.event_name)
+        return counts if self.scale == 1.0 else counts * float(np.float32(self.scale))
 
 
 class Kill(Event):
@@ -134,6 +169,12 @@ class Stalemate(Reward):
         no_winner = np.asarray(batch.outcome_reward) == 0
         return np.where(done & no_winner, np.float32(-1.0), np.float32(0.0)).astype(np.float32)
 
+    def torch_call(self, batch: TorchStepBatch) -> Tensor:
+        import torch
+
+        stalemate = batch.done_rows.to(torch.bool) & (batch.outcome_reward == 0)
+        return _where0(stalemate, torch.full_like(batch.outcome_reward, -1.0, dtype=torch.float32))
+
 
 class Survival(Reward):
     """+1 per decision this agent's fighter is alive after the step."""
@@ -143,6 +184,12 @@ class Survival(Reward):
     def __call__(self, batch: StepBatch) -> np.ndarray:
         layout = self.midrange_layout(batch)
         return (layout.self_features(batch.obs_after)[:, SELF_ALIVE] > 0.5).astype(np.float32)
+
+    def torch_call(self, batch: TorchStepBatch) -> Tensor:
+        import torch
+
+        layout = self.midrange_layout(batch)
+        return (layout.self_features(batch.obs_after)[:, SELF_ALIVE] > 0.5).to(torch.float32)
 
 
 class PotentialShaping(Reward):
@@ -154,6 +201,7 @@ class PotentialShaping(Reward):
     """
 
     game = "midrange"
+    TORCH_TWINS = (("__call__", "torch_call"), ("potential", "torch_potential"))
 
     def __init__(self, gamma: float | None = None, bootstrap_truncation: bool | None = None) -> None:
         if gamma is not None and (
@@ -181,11 +229,29 @@ class PotentialShaping(Reward):
     def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def __call__(self, batch: StepBatch) -> np.ndarray:
+    def torch_potential(self, batch: TorchStepBatch, obs: Tensor) -> Tensor:
+        """``potential`` on tensors (same float32 values); a subclass without it runs on numpy."""
+        raise NotImplementedError(f"{type(self).__name__} has no torch version (torch_potential)")
+
+    def _check_ready(self, batch: StepBatch | TorchStepBatch) -> float:
         self.midrange_layout(batch)
         if self.gamma is None:
             raise RewardError(f"{self.label()}: gamma is unset; build the reward with the trainer's discount "
                               "(arena.rewards.build_reward(..., discount=...)) or pass gamma")
+        return self.gamma
+
+    def torch_call(self, batch: TorchStepBatch) -> Tensor:
+        gamma = self._check_ready(batch)
+        before = self.torch_potential(batch, batch.obs_before)
+        after = self.torch_potential(batch, batch.obs_after)
+        ended = batch.done_rows
+        if self.bootstrap_truncation:
+            ended = ended & ~batch.truncations
+        after = _where0(~ended, after)
+        return after * float(np.float32(gamma)) - before
+
+    def __call__(self, batch: StepBatch) -> np.ndarray:
+        self._check_ready(batch)
         before = self.potential(batch, batch.obs_before)
         after = self.potential(batch, batch.obs_after)
         ended = np.asarray(batch.done_rows, dtype=bool)
@@ -198,6 +264,13 @@ class PotentialShaping(Reward):
         """(features [rows, 9] of the nearest alive enemy, mask [rows]: self alive and such an enemy).
 
         The observation lists alive enemies by range first, so slot 0 is the nearest alive one."""
+        layout = self.midrange_layout(batch)
+        nearest = layout.enemies(obs)[:, 0, :]
+        alive = layout.self_features(obs)[:, SELF_ALIVE] > 0.5
+        return nearest, alive & (nearest[:, ENEMY_ALIVE] > 0.5)
+
+    def nearest_enemy_torch(self, batch: TorchStepBatch, obs: Tensor) -> tuple[Tensor, Tensor]:
+        """``nearest_enemy`` on tensors."""
         layout = self.midrange_layout(batch)
         nearest = layout.enemies(obs)[:, 0, :]
         alive = layout.self_features(obs)[:, SELF_ALIVE] > 0.5
@@ -252,6 +325,24 @@ class Pointing(AdvantageShaping):
             phi = phi - enemy[:, ENEMY_ASPECT_COS]
         return np.where(valid, phi, 0.0).astype(np.float32)
 
+    def torch_potential(self, batch: TorchStepBatch, obs: Tensor) -> Tensor:
+        import torch
+
+        if self.target == "assigned":
+            from arena.agents.scripted_midrange import assigned_enemy_torch
+
+            layout = self.midrange_layout(batch)
+            pick = assigned_enemy_torch(layout, obs)
+            rows = torch.arange(len(obs), device=obs.device)
+            enemy = layout.enemies(obs)[rows, pick.clamp(min=0)]
+            valid = (layout.self_features(obs)[:, SELF_ALIVE] > 0.5) & (pick >= 0)
+        else:
+            enemy, valid = self.nearest_enemy_torch(batch, obs)
+        phi = enemy[:, ENEMY_BEARING_COS]
+        if self.zero_sum:
+            phi = phi - enemy[:, ENEMY_ASPECT_COS]
+        return _where0(valid, phi)
+
 
 class Energy(AdvantageShaping):
     """Potential = my speed / VT (the fighter's terminal speed: the observation's own scale).
@@ -271,6 +362,15 @@ class Energy(AdvantageShaping):
             nearest, valid = self.nearest_enemy(batch, obs)
             return np.where(valid, phi - nearest[:, ENEMY_SPEED], 0.0).astype(np.float32)
         return np.where(alive, phi, 0.0).astype(np.float32)
+
+    def torch_potential(self, batch: TorchStepBatch, obs: Tensor) -> Tensor:
+        layout = self.midrange_layout(batch)
+        me = layout.self_features(obs)
+        phi = me[:, SELF_SPEED]
+        if self.zero_sum:
+            nearest, valid = self.nearest_enemy_torch(batch, obs)
+            return _where0(valid, phi - nearest[:, ENEMY_SPEED])
+        return _where0(me[:, SELF_ALIVE] > 0.5, phi)
 
 
 class Closing(PotentialShaping):
@@ -298,6 +398,11 @@ class Closing(PotentialShaping):
         range_m = np.minimum(nearest[:, ENEMY_RANGE] * RANGE_SCALE_M, self.max_range_m)
         return np.where(valid, -range_m / self.range_scale_m, 0.0).astype(np.float32)
 
+    def torch_potential(self, batch: TorchStepBatch, obs: Tensor) -> Tensor:
+        nearest, valid = self.nearest_enemy_torch(batch, obs)
+        range_m = (nearest[:, ENEMY_RANGE] * RANGE_SCALE_M).clamp(max=self.max_range_m)
+        return _where0(valid, _divide(-range_m, self.range_scale_m))
+
 
 class MissileClosing(PotentialShaping):
     """Potential = closing speed (km/s) of my missiles on their targets minus that of the missiles
@@ -320,6 +425,24 @@ class MissileClosing(PotentialShaping):
             closing = np.maximum(block[:, :, MISSILE_CLOSING], 0.0) * (SPEED_SCALE_MS / 1000.0)
             total += np.float32(sign) * np.where(present, closing, 0.0).sum(axis=1, dtype=np.float32)
         return np.where(alive, total, 0.0).astype(np.float32)
+
+    def torch_potential(self, batch: TorchStepBatch, obs: Tensor) -> Tensor:
+        import torch
+
+        layout = self.midrange_layout(batch)
+        alive = layout.self_features(obs)[:, SELF_ALIVE] > 0.5
+        total = torch.zeros(len(obs), dtype=torch.float32, device=obs.device)
+        if layout.tracked_missiles == 0:
+            return total
+        for block, sign in ((layout.own_missiles(obs), 1.0), (layout.threats(obs), -1.0)):
+            present = block[:, :, MISSILE_PRESENT] > 0.5
+            closing = block[:, :, MISSILE_CLOSING].clamp(min=0.0) * (SPEED_SCALE_MS / 1000.0)
+            closing = _where0(present, closing)
+            summed = closing[:, 0]
+            for k in range(1, closing.shape[1]):  # left to right, the order numpy adds a few columns in
+                summed = summed + closing[:, k]
+            total = total + summed * sign
+        return _where0(alive, total)
 
 
 class MissileReach(PotentialShaping):
@@ -428,6 +551,12 @@ class Boundary(Reward):
         distance_m = own[:, SELF_BOUNDARY] * RANGE_SCALE_M
         penalty = np.clip(1.0 - distance_m / self.margin_m, 0.0, 1.0)
         return np.where(own[:, SELF_ALIVE] > 0.5, -penalty, 0.0).astype(np.float32)
+
+    def torch_call(self, batch: TorchStepBatch) -> Tensor:
+        own = self.midrange_layout(batch).self_features(batch.obs_after)
+        distance_m = own[:, SELF_BOUNDARY] * RANGE_SCALE_M
+        penalty = (1.0 - _divide(distance_m, self.margin_m)).clamp(0.0, 1.0)
+        return _where0(own[:, SELF_ALIVE] > 0.5, -penalty)
 
 
 #: short names usable as ``_target_`` in reward configs

@@ -18,7 +18,9 @@ frozen policies of one architecture step together through ``FrozenPolicies``
 (``arena.agents.frozen``, the same code evaluation plays with): their weights stacked in one bank,
 one gather of observations and LSTM states, one batched matrix product per layer over all players,
 one sampling call, one scatter. The cost of a step therefore barely grows with the number of
-distinct frozen players (a league's pool). Each scripted player acts once on its own rows. The LSTM
+distinct frozen players (a league's pool). Each scripted player acts once on its own rows: on the
+env's numpy buffer, or with ``torch_side`` on the observation tensor (``ScriptedAgent.act_torch``,
+no host copy) where the player has a torch version (``host_bound_players`` lists those without). The LSTM
 states of all opponent rows live in one table indexed by row. Adding a player again (``add_player``
 with the same id) refreshes its weights in the bank.
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -84,6 +86,7 @@ class RowGroups:
     learner_count: int
     scripted: list[tuple[int, np.ndarray]]  # (player index, rows) of players that act on numpy obs
     policies: list[PolicyBatch]  # frozen policies, one batch per architecture
+    scripted_rows: list[Tensor] = field(default_factory=list)  # the rows of ``scripted``, on the device
 
     @property
     def opponent_count(self) -> int:
@@ -341,7 +344,25 @@ class Opponents:
                 players=[p for p, _ in members], bounds=list(zip(edges[:-1], edges[1:], strict=True)),
                 rows_np=rows_np, rows=torch.from_numpy(rows_np).to(self.device), key=key,
             ))
-        return RowGroups(learner, int(is_learner.sum()), scripted, batches)
+        scripted_rows = [torch.from_numpy(rows).to(self.device) for _, rows in scripted]
+        return RowGroups(learner, int(is_learner.sum()), scripted, batches, scripted_rows)
+
+    def acts_on_tensors(self, index: int) -> bool:
+        """Whether player ``index`` is a scripted player with a torch version (``act_torch``)."""
+        agent = self.players[index].agent
+        return not isinstance(agent, Policy) and bool(getattr(agent, "supports_torch", False))
+
+    def needs_host_obs(self, groups: RowGroups, torch_side: bool) -> bool:
+        """Whether acting on ``groups`` reads the env's numpy observations (a scripted player
+        without a torch version, or any scripted player when not ``torch_side``)."""
+        return any(not (torch_side and self.acts_on_tensors(p)) for p, _ in groups.scripted)
+
+    def host_bound_players(self) -> list[str]:
+        """The ids of the registered scripted players without a torch version: each one copies the
+        observations of its rows to the host every step in a rollout with the env on the GPU."""
+        return [player.player_id for index, player in enumerate(self.players)
+                if index and player.agent is not None and not player.is_policy
+                and not self.acts_on_tensors(index)]
 
     def act(
         self,
@@ -351,12 +372,16 @@ class Opponents:
         episode_start: Tensor,
         actions_out: Tensor,
         noise: Tensor,
+        *,
+        torch_side: bool = False,
     ) -> None:
         """Writes the opponents' actions for ``groups`` into ``actions_out`` (int64 [rows, dims]).
 
         ``obs_np`` is the env's observation buffer (every row); ``obs`` and ``episode_start`` the
         same rows as tensors on the policy device; ``noise`` every row's uniform numbers of this step
         (``[rows, action dims]``, see ``arena.trainer.rollout``), with which the frozen policies sample.
+        With ``torch_side`` the scripted players with a torch version act on ``obs`` (no host copy;
+        ``obs_np`` is then not read for them), in the same order, so with the same actions.
         """
         for batch in groups.policies:
             rows = batch.rows
@@ -366,9 +391,13 @@ class Opponents:
             assert isinstance(sampler, Policy)
             acts, _ = sampler.sample_actions(logits, noise=noise.index_select(0, rows))  # same heads
             actions_out[batch.rows_np] = acts.to(actions_out.device)
-        for p, rows_np in groups.scripted:
+        for (p, rows_np), rows in zip(groups.scripted, groups.scripted_rows, strict=True):
             agent = self.players[p].agent
             assert agent is not None and not isinstance(agent, Policy)
+            if torch_side and self.acts_on_tensors(p):
+                acts_t = agent.act_torch(obs.index_select(0, rows.to(obs.device)))  # type: ignore[attr-defined]
+                actions_out.index_copy_(0, rows.to(actions_out.device), acts_t.to(actions_out))
+                continue
             acts_np = np.asarray(agent.act(obs_np[rows_np]))
             acts = torch.from_numpy(acts_np.astype(np.int64, copy=False))
             actions_out[rows_np] = acts.to(actions_out.device)

@@ -27,10 +27,19 @@ in small copies: the finished envs' flags, outcomes and lengths, and the events 
 statistics; the whole observation only for a numpy ``reward_fn`` or a scripted opponent, through the
 env's page-locked mirrors (``sync_host``). The halves are not overlapped there (a GPU step is queued,
 not waited for).
+
+The torch side (``torch_side``, on by default with the env on the GPU, selectable on the CPU): a
+``reward_fn`` with a torch version (``supports_torch`` and ``torch_call``, as
+``arena.rewards.CompositeReward`` whose terms all have one) is computed from the experience's tensors
+(``arena.rewards.TorchStepBatch``), and the scripted opponents with a torch version act on the
+observation tensor (``ScriptedAgent.act_torch``): neither needs ``sync_host`` or a copy of the
+observations to the host. The parts without a torch version keep the numpy path, host copy included;
+``host_bound_parts`` names them. Both sides give the same experience (see the torch versions' docs).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,9 +54,34 @@ from arena.trainer.experience import Experience
 from arena.trainer.opponents import Opponents, RowGroups
 from arena.trainer.stats import RolloutStats
 
+logger = logging.getLogger(__name__)
+
 StepFn = Callable[..., tuple[list[Tensor], Tensor, tuple[Tensor, Tensor]]]
 # reward_fn(arena.rewards.StepBatch) -> (total [rows] float32, {term: [rows]}); optional .reset(done_rows)
 RewardFn = Callable[[Any], tuple[np.ndarray, dict[str, np.ndarray]]]
+
+
+def reward_on_tensors(reward_fn: RewardFn | None) -> bool:
+    """Whether ``reward_fn`` can be computed from tensors: it has ``torch_call`` and says
+    ``supports_torch`` (``arena.rewards.CompositeReward`` does when every term has a torch version)."""
+    return (reward_fn is not None and callable(getattr(reward_fn, "torch_call", None))
+            and bool(getattr(reward_fn, "supports_torch", False)))
+
+
+def host_bound_parts(reward_fn: RewardFn | None, opponents: Opponents) -> list[str]:
+    """The parts in play without a torch version, by name: each copies the observations to the host
+    every step when the env is on the GPU. Reward terms by their label (``"reward term 'my_term'
+    (my_pkg.MyReward)"``), a reward function that is not a composed reward as ``"reward function
+    <type>"``, then the registered scripted players by id (``"scripted:xyz"``). Empty: nothing does."""
+    parts: list[str] = []
+    if reward_fn is not None:
+        terms = getattr(reward_fn, "host_bound_terms", None)
+        if callable(terms):
+            parts.extend(terms())
+        elif not reward_on_tensors(reward_fn):
+            parts.append(f"reward function {type(reward_fn).__qualname__}")
+    parts.extend(opponents.host_bound_players())
+    return parts
 
 
 class Rollout:
@@ -69,9 +103,12 @@ class Rollout:
         bootstrap_truncation: bool = True,
         env_offset: int = 0,
         total_envs: int | None = None,
+        torch_side: bool | None = None,
     ) -> None:
         """``env_offset``/``total_envs``: this env batch is envs ``[env_offset, env_offset + num_envs)``
-        of a run of ``total_envs`` (a rank's share of a data-parallel run; default: the whole run)."""
+        of a run of ``total_envs`` (a rank's share of a data-parallel run; default: the whole run).
+        ``torch_side``: compute the reward and the scripted opponents' actions on tensors where they
+        have a torch version (module doc); None: only with the env on the GPU."""
         self.env, self.policy, self.opponents = env, policy, opponents
         self.exp, self.stats = experience, stats
         self.reward_fn, self.generator = reward_fn, generator
@@ -86,6 +123,8 @@ class Rollout:
                              "trainer.device=cuda")
         if self.env_on_gpu:
             overlap = False
+        self.torch_side = self.env_on_gpu if torch_side is None else bool(torch_side)
+        self.torch_reward = self.torch_side and reward_on_tensors(reward_fn)
         self.out = env.tensors()  # the core's outputs as tensors (CPU: views of the numpy buffers)
         self.a = env.agents_per_env
         rows = env.num_agents
@@ -121,8 +160,23 @@ class Rollout:
         self._events = np.zeros_like(self.core.events)  # this step's, per row
         self.episode_events = np.zeros(self.core.events.shape, dtype=np.float64)  # summed over the match
         self.event_names = tuple(env.event_names)
-        if reward_fn is not None:
+        if reward_fn is not None and self.torch_reward:  # the step's results, kept on the device
+            self._obs_after_t = torch.zeros(self.out.obs.shape, dtype=self.out.obs.dtype, device=self.device)
+            self._events_t = torch.zeros(self.out.events.shape, dtype=self.out.events.dtype,
+                                         device=self.device)
+            self._team_of_row_t = torch.as_tensor(np.asarray(env.team_of_row), device=self.device)
+        elif reward_fn is not None:
             self._obs_after = np.zeros_like(self.core.obs)
+        if self.torch_side:
+            host_bound = self.host_bound_parts()
+            if host_bound:
+                logger.info("on the torch side, these parts have no torch version and copy the "
+                            "observations to the host every step: %s", ", ".join(host_bound))
+
+    def host_bound_parts(self) -> list[str]:
+        """The reward terms and registered scripted opponents without a torch version
+        (``host_bound_parts``): what keeps a rollout with the env on the GPU copying to the host."""
+        return host_bound_parts(self.reward_fn, self.opponents)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -299,10 +353,11 @@ class Rollout:
         if not (groups.scripted or groups.policies):
             return
         t0 = time.perf_counter()
-        if groups.scripted and self.env_on_gpu:
-            self.env.sync_host(begin, end)  # scripted bots read numpy observations
+        if self.env_on_gpu and self.opponents.needs_host_obs(groups, self.torch_side):
+            self.env.sync_host(begin, end)  # scripted bots without a torch version read numpy
         obs, starts = self._device_rows(t)
-        self.opponents.act(groups, self.core.obs, obs, starts, self.actions, self.noise)
+        self.opponents.act(groups, self.core.obs, obs, starts, self.actions, self.noise,
+                           torch_side=self.torch_side)
         spent = time.perf_counter() - t0
         self.stats.add_time("inference_opponents", spent)
         self.stats.add_time("inference", spent)
@@ -355,7 +410,10 @@ class Rollout:
         exp.terminals[t, s] = out.terminals[s]
         exp.truncations[t, s] = out.truncations[s]
         self._events[s] = self._host("events", s)
-        if self.reward_fn is not None:
+        if self.torch_reward:
+            self._obs_after_t[s] = out.obs[s]
+            self._events_t[s] = out.events[s]
+        elif self.reward_fn is not None:
             if self.env_on_gpu:
                 self.env.sync_host(begin, end)  # a numpy reward function reads the host mirrors
             self._obs_after[s] = core.obs[s]
@@ -376,7 +434,11 @@ class Rollout:
         truncated = rows[self._host("truncations", rows) & self.opponents.learner_row_mask[rows]]
         if len(truncated) and self.bootstrap_truncation:
             self._bootstrap_truncated(truncated, t)
-        if self.reward_fn is not None:
+        if self.torch_reward:
+            final_rows = torch.from_numpy(rows).to(self.out.final_obs.device)
+            self._obs_after_t[torch.from_numpy(rows).to(self.device)] = (
+                self.out.final_obs.index_select(0, final_rows).to(self.device))
+        elif self.reward_fn is not None:
             self._obs_after[rows] = core.final_obs[rows]
         self.next_start_np[rows] = True
         self.opponents.episodes_ended(envs, outcomes, lengths)
@@ -408,6 +470,9 @@ class Rollout:
             self.episode_events[done_rows] = 0.0
 
     def _apply_reward_fn(self, t: int, done_rows: np.ndarray) -> None:
+        if self.torch_reward:
+            self._apply_reward_fn_torch(t, done_rows)
+            return
         from arena.rewards import StepBatch
 
         exp, env = self.exp, self.env
@@ -432,6 +497,42 @@ class Rollout:
         self.stats.record_terms(terms, exp.learner_mask[t].cpu().numpy())
         if callable(getattr(self.reward_fn, "reset", None)):
             self.reward_fn.reset(done_rows)
+
+    def _apply_reward_fn_torch(self, t: int, done_rows: np.ndarray) -> None:
+        """``_apply_reward_fn`` on the experience's tensors (``reward_fn.torch_call``): no host copy
+        but the per-term sums over the learner rows, for the statistics."""
+        from arena.rewards import TorchStepBatch
+
+        exp, env = self.exp, self.env
+        batch = TorchStepBatch(
+            obs_before=exp.obs[t],
+            obs_after=self._obs_after_t,
+            actions=exp.actions[t].to(torch.int32),
+            events=self._events_t,
+            event_names=tuple(env.event_names),
+            outcome_reward=exp.rewards[t].clone(),
+            terminals=exp.terminals[t],
+            truncations=exp.truncations[t],
+            done_rows=exp.terminals[t] | exp.truncations[t],
+            team_of_row=self._team_of_row_t,
+            game=env.game,
+            team_sizes=tuple(env.team_sizes),
+            params=dict(env.params),
+        )
+        total, terms = self.reward_fn.torch_call(batch)  # type: ignore[union-attr]
+        exp.rewards[t] = total
+        learner = exp.learner_mask[t]
+        count = int(learner.sum())
+        if terms and count:
+            values = torch.stack([value.to(torch.float64) for value in terms.values()])
+            sums = torch.where(learner, values, 0.0).sum(dim=1).cpu().tolist()
+            # RolloutStats sums each term over the learner rows; the sums are taken here, so each term
+            # goes as its sum followed by zeros for the other learner rows (same sum, same row count)
+            padded = {name: np.concatenate(([total_sum], np.zeros(count - 1)))
+                      for name, total_sum in zip(terms, sums, strict=True)}
+            self.stats.record_terms(padded, np.ones(count, dtype=bool))
+        if callable(getattr(self.reward_fn, "reset", None)):
+            self.reward_fn.reset(done_rows)  # type: ignore[union-attr]
 
     def _bootstrap(self, k: int) -> None:
         """The value of the observation after the rollout's last step (no state change)."""
