@@ -107,6 +107,23 @@ def test_a_rollback_finds_the_ratings_it_deletes_by_an_index_not_a_scan(tmp_path
     assert any("ratings_by_match" in row[-1] for row in plan), plan
 
 
+def test_a_batch_of_matches_is_stored_whole_or_not_at_all(tmp_path):
+    with LeagueStore(tmp_path / LEAGUE_DB) as store:
+        for player in (Player("learner", "learner"), Player("scripted:random", "scripted")):
+            store.add_player(player)
+        with store.batch():
+            for outcome in (1, 0, -1):
+                store.record_match(["learner"], ["scripted:random"], outcome, learner_step=1)
+            # a reader sees none of them until the batch commits
+            with LeagueStore(tmp_path / LEAGUE_DB, read_only=True) as reader:
+                assert reader.matches() == []
+        assert [m.outcome for m in store.matches()] == [1, 0, -1]
+        with pytest.raises(ValueError, match="unregistered"), store.batch():
+            store.record_match(["learner"], ["scripted:random"], 1, learner_step=2)
+            store.record_match(["learner"], ["nobody"], 1, learner_step=2)
+        assert len(store.matches()) == 3  # the failed batch's first match went with it
+
+
 def test_registering_a_player_twice_is_idempotent_but_conflicts_fail(tmp_path):
     with LeagueStore(tmp_path / LEAGUE_DB) as store:
         store.add_player(PLAYERS[0])

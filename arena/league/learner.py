@@ -115,7 +115,7 @@ class LeagueMatchmaker:
 
     def _record(self, envs: np.ndarray, codes: np.ndarray, lengths: np.ndarray, step: int) -> None:
         team_a = [self.learner_id]
-        with self.timer.measure("record"):
+        with self.timer.measure("record"), self.league.store.batch():  # one commit for the step's matches
             for k, (env, code) in enumerate(zip(envs.tolist(), codes.tolist(), strict=True)):
                 opponent = self.current[env]
                 if opponent is None:

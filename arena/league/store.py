@@ -1,7 +1,8 @@
 """The league store: one SQLite file per run that survives a crash at any moment and resumes exactly.
 
-Every finished match is committed in its own transaction together with the rating updates it caused,
-so the file always holds a prefix of the match history with ratings that agree with it. The in-memory
+Every finished match is committed together with the rating updates it caused (in its own transaction,
+or with the other matches that ended in the same step inside ``batch()``), so the file always holds a
+prefix of the match history with ratings that agree with it. The in-memory
 league (pool, payoff table, ratings) is rebuilt by `load()`: players as registered, payoff by replaying
 the matches in order (with the run's decay), ratings as each player's last rating row.
 
@@ -13,6 +14,7 @@ that remain after the first one removed, in one transaction (see the README's re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -20,7 +22,7 @@ import numbers
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,6 +183,7 @@ class LeagueStore:
         writer's lock, and sees a consistent snapshot per transaction (WAL)."""
         self.path = Path(path)
         self.read_only = read_only
+        self._batch_depth = 0  # open batch() blocks: their one transaction holds every write
         if read_only:
             create = False
         if synchronous not in ("NORMAL", "FULL"):
@@ -256,8 +259,28 @@ class LeagueStore:
                 f"league store {self.path} has schema version {found}; this code reads {SCHEMA_VERSION}"
             )
 
-    def _transaction(self, write: bool = True) -> _Transaction:
+    def _transaction(self, write: bool = True) -> _Transaction | contextlib.nullcontext[None]:
+        if self._batch_depth:  # inside batch(): its one transaction holds every write
+            return contextlib.nullcontext()
         return _Transaction(self._conn, write)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction for every write inside (the matches that ended in one step): all of them
+        are stored or none, and a step's matches cost one commit instead of one each."""
+        if self._batch_depth:
+            self._batch_depth += 1
+            try:
+                yield
+            finally:
+                self._batch_depth -= 1
+            return
+        with _Transaction(self._conn, write=True):
+            self._batch_depth = 1
+            try:
+                yield
+            finally:
+                self._batch_depth = 0
 
     # -- meta ----------------------------------------------------------------------------------
 
