@@ -32,6 +32,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--turns", type=int, default=4)
     p.add_argument("--torch-threads", type=int, default=None, help="default: torch's")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None, metavar="PATH", help="write a JSON record of its figures")
     return p.parse_args(argv)
 
 
@@ -75,6 +76,7 @@ def main(argv: list[str]) -> int:
     print(f"{args.players} frozen LSTM policies in one bank, {args.rows} rows per step, torch threads "
           f"{torch.get_num_threads()}; ms per step, medians of {args.turns} alternating turns")
     planned = grouped.plan_passes
+    cases: dict[str, dict] = {}
     for name, probs in (("even", even), ("two favourites", skewed)):
         counts = rng.multinomial(args.rows, probs)
         times: dict[str, list[float]] = {"one pass": [], "planned": []}
@@ -90,4 +92,13 @@ def main(argv: list[str]) -> int:
         print(f"{name:15} rows per player max {counts.max():3d}, mean {counts.mean():4.1f}: one pass "
               f"{single:6.3f} ms (padded to {len(counts) * counts.max()} rows), planned {multi:6.3f} ms "
               f"({len(passes)} pass(es), players x width {passes}): {single / multi:.2f}x")
+        cases[name] = {"rows_per_player_max": int(counts.max()), "rows_per_player_mean": float(counts.mean()),
+                       "one_pass_ms": single, "padded_rows": int(len(counts) * counts.max()),
+                       "planned_ms": multi, "passes": [list(x) for x in passes], "speedup": single / multi}
+    if args.json:
+        from arena.bench.record import write_record
+
+        figures = {"players": args.players, "rows": args.rows, "turns": args.turns, "reps": args.reps,
+                   "torch_threads": torch.get_num_threads(), "cases": cases}
+        print(f"wrote {write_record(args.json, 'bank', list(argv), figures)}")
     return 0

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arena.bench.record import write_record
 from arena.league.store import LEAGUE_DB, META_RATINGS
 
 RUN = ["env=rpsw", "trainer=quick", "+league=selfplay", "dashboard=false", "logger=none",
@@ -212,6 +213,15 @@ def kill_and_resume(run_dir: Path, kills: int, *, seed: int = 0, max_delay_s: fl
     return [*reports, last], final
 
 
+def crash_figures(reports: list[KillReport], final: list[str], seconds: float) -> dict:
+    """The record's figures: every kill's row, the final resume's verdict, the survivors and the time."""
+    return {"kills": [{"kill": r.kill + 1, "at_s": r.delay_s, "matches": r.matches, "snapshots": r.snapshots,
+                       "rolled_back": r.rolled_back, "survived": r.survived, "problems": list(r.problems)}
+                      for r in reports],
+            "final_resume": "ok" if not final else list(final),
+            "survived": sum(r.survived for r in reports), "of": len(reports), "seconds": seconds}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arena.bench crash", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -220,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-delay", type=float, default=4.0,
                         help="a kill lands up to this many seconds after the resumed run's first new match")
     parser.add_argument("--run-dir", default=None, help="run directory (default: a temporary one)")
+    parser.add_argument("--json", default=None, metavar="PATH", help="write a JSON record of its figures")
     parser.add_argument("overrides", nargs="*", help="extra hydra overrides for the run")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.kills < 1:
         parser.error(f"--kills {args.kills} must be >= 1")
@@ -242,7 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         reports = reports[:-1]  # the last one is the final resume's
         survived = sum(r.survived for r in reports)
         print(f"final resume to the end: {'ok' if not final else '; '.join(final)}")
-        print(f"survived {survived} of {len(reports)} kills ({time.perf_counter() - start:.0f} s)")
+        seconds = time.perf_counter() - start
+        print(f"survived {survived} of {len(reports)} kills ({seconds:.0f} s)")
+        if args.json:
+            print(f"wrote {write_record(args.json, 'crash', argv, crash_figures(reports, final, seconds))}")
         return 0 if survived == len(reports) and not final else 1
 
 

@@ -140,6 +140,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--updates", type=int, default=6,
                    help="PPO updates per run (default 6; the first is warm-up)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None, metavar="PATH", help="write a JSON record of its figures")
     args = p.parse_args(argv)
     if args.updates <= WARMUP_UPDATES:
         p.error(f"--updates must be more than {WARMUP_UPDATES} (the first update is warm-up)")
@@ -157,6 +158,16 @@ def main(argv: list[str]) -> int:
           f"({'equal' if same_steps else 'DIFFERENT'})")
     print(f"largest parameter difference after 1 update: {max_difference(*first):.3g}, "
           f"after {args.updates}: {max_difference(one, two):.3g}")
+    if args.json:
+        from arena.bench.record import write_record
+
+        figures = {"game": args.game, "envs": args.envs, "updates": args.updates, "seed": args.seed,
+                   "one_rank_sps": one_figures["sps"], "two_ranks_sps": two_figures["sps"],
+                   "ratio": two_figures["sps"] / one_figures["sps"],
+                   "learner_samples": [one_figures["global_step"], two_figures["global_step"]],
+                   "max_difference_first_update": max_difference(*first),
+                   "max_difference_last_update": max_difference(one, two)}
+        print(f"wrote {write_record(args.json, 'ddp', list(argv), figures)}")
     return 0
 
 

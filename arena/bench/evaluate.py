@@ -14,6 +14,7 @@ does when its policies average few rows); prints the rates and the grouped way's
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import torch
@@ -58,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games-per-pair", type=int, default=64, help="round robin games per pairing")
     parser.add_argument("--skip-one-at-a-time", action="store_true",
                         help="round robin: time only the side-by-side ways (slow for a large N)")
+    parser.add_argument("--json", default=None, metavar="PATH", help="write a JSON record of its figures")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     torch.set_num_threads(args.torch_threads)
     if args.round_robin:
         return round_robin(args)
@@ -74,11 +78,32 @@ def main(argv: list[str] | None = None) -> int:
          resolve_player("scripted:random", GAME)),
         ("policy vs policy (LSTM)", a, b),
     ]
+    figures: dict[str, dict] = {}
     for label, first, second in pairings:
         start = time.perf_counter()
         result = play_match(first, second, settings)
         print(f"{describe(label, result)}  (wall {time.perf_counter() - start:.2f} s)")
+        figures[label] = pairing_figures(result, time.perf_counter() - start)
+    write_json(args, {"games_per_pairing": settings.even_games, "envs": settings.envs, "pairings": figures})
     return 0
+
+
+def pairing_figures(r: MatchResult, wall_s: float) -> dict[str, float | int]:
+    """What ``describe`` prints for one pairing, as numbers."""
+    decisions = sum(m.length for m in r.matches) * 2
+    return {"games": r.games, "elapsed_s": r.elapsed_s, "games_per_second": r.games_per_second,
+            "decisions_per_second": decisions / r.elapsed_s if r.elapsed_s else 0.0,
+            "mean_length": decisions / 2 / max(r.games, 1), "score_a": r.score()[0], "wall_s": wall_s}
+
+
+def write_json(args: argparse.Namespace, figures: dict) -> None:
+    """The run's JSON record at ``--json`` (nothing without it)."""
+    if args.json:
+        from arena.bench.record import write_record
+
+        figures = {"threads": args.threads, "torch_threads": args.torch_threads, "hidden": args.hidden,
+                   "seed": args.seed, **figures}
+        print(f"wrote {write_record(args.json, 'evaluate', args.argv, figures)}")
 
 
 def round_robin(args: argparse.Namespace) -> int:
@@ -115,5 +140,9 @@ def round_robin(args: argparse.Namespace) -> int:
     for label, s in seconds.items():
         if s != grouped:
             print(f"grouped against {label}: {s / grouped:.2f}x")
+    write_json(args, {"round_robin": len(players), "pairings": len(matchups),
+                      "games_per_pair": settings.even_games, "envs": settings.envs, "games": games,
+                      "seconds": seconds, "games_per_second": {k: games / s for k, s in seconds.items()},
+                      "grouped_speedup": {k: s / grouped for k, s in seconds.items() if s != grouped}})
     return 0
 

@@ -172,6 +172,22 @@ def main(args: argparse.Namespace) -> int:
                   f"{league_rows:,.0f}: {league_rows / mirror_rows:.2f}x; learner rows are "
                   f"{learner_share:.0%} of the league's")
             print(f"league / mirror SPS (learner samples): {ratio:.2f}x (goal >= {GOAL}x: {verdict})")
+            if getattr(args, "json", None):
+                from arena.bench.record import write_record
+
+                figures = {
+                    "league": args.league, "pool": pool, "num_envs": args.num_envs, "rounds": args.rounds,
+                    "turn": args.turn, "overrides": list(args.override),
+                    "league_sps": statistics.median(league.sps), "mirror_sps": statistics.median(mirror.sps),
+                    "learner_sample_ratio": ratio, "agent_step_ratio": league_rows / mirror_rows,
+                    "mirror_agent_steps_per_s": mirror_rows, "league_agent_steps_per_s": league_rows,
+                    "learner_row_share": learner_share, "league_work_share": league_work / league.wall,
+                    "league_time_shares": {part: v / league.wall for part, v in times},
+                    "opponents_inference_share": opponents / 100,
+                    "distinct_frozen_players_per_step": statistics.mean(league.opponents_per_step),
+                    "frozen_player_loads": cache.loads, "resident_mib": rss, "peak_mib": peak,
+                    "reports": [run.report() for run in runs]}
+                print(f"wrote {write_record(args.json, 'train', list(getattr(args, 'argv', [])), figures)}")
         finally:
             league_run.save()
             league_run.close()

@@ -21,6 +21,7 @@ return is -1. Pass ``trainer.kickstart_teacher=null`` to see that.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -64,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--final-games", type=int, default=1000)
     parser.add_argument("overrides", nargs="*", help="hydra overrides, e.g. trainer.num_envs=512")
     learn_scratch.add_arguments(parser)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     if args.from_scratch:
         return learn_scratch.main(args)
 

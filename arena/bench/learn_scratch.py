@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena.bench.record import write_record
 from arena.games import spec as game_spec
 from arena.league.guard import GuardCounts
 from arena.league.store import LEAGUE_DB, GauntletRecord, LeagueStore
@@ -168,12 +169,14 @@ def main(args: argparse.Namespace) -> int:
     image = plot_gauntlet(records, run_dir / "gauntlet_minutes.png", start_time=start,
                           title=curve_title(args.seed, args.overrides))
     print(f"wrote {image}")
-    for line in holding(records, args.reference, run_dir / "metrics.jsonl").lines():
+    held = holding(records, args.reference, run_dir / "metrics.jsonl").lines()
+    for line in held:
         print(line)
     with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
         guard = GuardCounts.from_meta(store.meta())
     print(f"guard (arena/league/guard.py): {guard.rejections} candidate(s) rejected (the best snapshot's "
           f"weights published instead), {guard.restores} restore(s) of the learner from its best snapshot")
+    final: dict = {}
     if args.final_games:
         from arena.agents.players import resolve_player
         from arena.evaluation.runner import MatchSettings, play_match
@@ -196,10 +199,33 @@ def main(args: argparse.Namespace) -> int:
               f"over {result.games} games")
         print("per match (each side's fighters summed): " + ", ".join(
             f"{name} {a:.2f} vs {b:.2f}" for name, (a, b) in result.events.items() if a or b))
+        final = {"snapshot": newest.player_id, "step": newest.step, "reference": args.reference,
+                 "games": result.games, "wins": result.wins, "draws": result.draws, "losses": result.losses,
+                 "score": score, "lo": lo, "hi": hi,
+                 "events_per_match": {name: [a, b] for name, (a, b) in result.events.items()}}
         if shots is not None:  # where the misses were fired from (arena/evaluation/shots.py)
+            final["shots"] = []
             for label, summary in zip(("newest snapshot", args.reference), shots.summary(), strict=True):
                 print("\n".join(summary.lines(label)))
+                final["shots"] += summary.lines(label)
+    figures = scratch_figures(records, start, args, held, guard.rejections, guard.restores, final)
+    print(f"wrote {write_record(run_dir / 'learn.json', 'learn', list(getattr(args, 'argv', [])), figures)}")
     return 0
+
+
+def scratch_figures(records: list[GauntletRecord], start: float, args: argparse.Namespace, held: list[str],
+                    rejections: int, restores: int, final: dict) -> dict:
+    """The record's figures: every gauntlet row as printed (minute, snapshot, step, reference, score,
+    interval, W/D/L), the holding verdict's lines, the guard's counts and the final games."""
+    rows = []
+    for r in records:
+        score, lo, hi = r.score()
+        rows.append({"minute": (r.created_at - start) / 60, "snapshot": r.player_id,
+                     "step": r.learner_step or 0, "reference": r.reference, "score": score, "lo": lo,
+                     "hi": hi, "wins": r.wins, "draws": r.draws, "losses": r.losses})
+    return {"minutes": args.minutes, "seed": args.seed, "overrides": list(args.overrides),
+            "gauntlet": rows, "holding": list(held),
+            "guard": {"rejections": rejections, "restores": restores}, "final_games": final}
 
 
 def _run_game(run_dir: Path) -> tuple[str, tuple[int, int], dict]:

@@ -44,6 +44,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--mode", choices=("both", "overlap", "sequential"), default="both")
     p.add_argument("--compile", action="store_true", help="torch.compile the policy")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None, metavar="PATH", help="write a JSON record of its figures")
     league_pool.add_arguments(p)
     return p.parse_args(argv)
 
@@ -123,6 +124,7 @@ def bare_torch_rate(args: argparse.Namespace, repeats: int = 5) -> float:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    args.argv = list(argv)
     if args.league_pool is not None:
         if args.league_pool < 0:
             raise SystemExit(f"--league-pool {args.league_pool}: allowed an integer >= 0")
@@ -137,9 +139,11 @@ def main(argv: list[str]) -> int:
         f"torch threads {args.torch_threads or cores}, sim threads {args.sim_threads or cores}, {cores} cores"
     )
     r_first: dict[str, float] = {}
+    measured: dict[str, dict[str, float]] = {}
     for overlap in modes:
         r = measure(args, overlap)
         r_first = r_first or r
+        measured["overlap" if overlap else "sequential"] = dict(r)
         name = "overlap   " if overlap else "sequential"
         split = "  ".join(f"{part} {100 * r[f'share/{part}']:4.1f}%" for part in PARTS)
         print(
@@ -156,4 +160,11 @@ def main(argv: list[str]) -> int:
         f"{r_first['SPS'] / scaled:.2f}x against the anchor scaled by today's bare torch speed "
         f"({scaled:,.0f} SPS; an estimate) (goal 1.5x)"
     )
+    if args.json:
+        from arena.bench.record import write_record
+
+        figures = {"num_envs": args.num_envs, "modes": measured, "bare_torch_samples_per_s": bare,
+                   "pufferlib_anchor_ratio": r_first["SPS"] / PUFFERLIB_SPS_ANCHOR,
+                   "scaled_anchor_ratio": r_first["SPS"] / scaled}
+        print(f"wrote {write_record(args.json, 'train', args.argv, figures)}")
     return 0
