@@ -1,8 +1,8 @@
 """``python -m arena.train [group=option ...] [key=value ...]``: train a learner.
 
-Hydra config groups (see ``configs/``): ``env`` (midrange, midrange_2v2, midrange_4v4, rpsw),
+Hydra config groups (see ``configs/``): ``env`` (midrange, midrange_2v2, midrange_4v4, rpsw, goofspiel),
 ``agent``, ``trainer``, ``reward``, ``logger`` (none, wandb, tensorboard) and, with ``+league=NAME``
-(or ``league=NAME``), ``league`` (selfplay, pfsp, alphastar). Examples::
+(or ``league=NAME``), ``league`` (selfplay, pfsp, alphastar, robust, psro, equilibrium). Examples::
 
     python -m arena.train                                   # midrange 1v1 vs heuristic + mirror play
     python -m arena.train env=rpsw trainer=quick logger=none
