@@ -22,11 +22,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from arena.envs.params import MIDRANGE_PARAMS
+
+if TYPE_CHECKING:  # torch is optional (the train extra): the numpy path never imports it
+    from torch import Tensor
+
+_LOG_2 = float(np.log(2.0))
+
+
+def _const(like: Tensor, value: float) -> Tensor:
+    """``value`` as a 0-d tensor of ``like``'s dtype and device. Dividing by it (or dividing it by a
+    tensor) rounds as numpy does: CUDA turns a division by a Python number into a multiplication by
+    its reciprocal, and ``number / tensor`` is ``tensor.reciprocal() * number`` (two roundings)."""
+    import torch
+
+    return torch.tensor(value, dtype=like.dtype, device=like.device)
 
 
 @dataclass(frozen=True)
@@ -105,3 +119,62 @@ class MissileModel:
         dist = np.where(below, dist_below, dist_above)
         speed = np.where(below, v_below, v_above)
         return np.where(t > 0.0, dist, 0.0), np.where(t > 0.0, speed, v0)
+
+    def reach_torch(self, speed: Tensor, time_of_flight: Tensor, flee_speed: Tensor) -> Tensor:
+        """``reach`` on tensors (any one device), float64: the numpy arithmetic operation by
+        operation. Equal to ``reach`` but for the last ulp of the float64 transcendental functions
+        (arctanh, exp, log1p, tanh), whose torch and numpy implementations may round differently."""
+        import torch
+
+        f64 = torch.float64
+        v0, t0, u = torch.broadcast_tensors(*(x.to(f64) for x in (speed, time_of_flight, flee_speed)))
+        v0 = v0.clamp(min=1e-6)
+        u = u.clamp(min=0.0)
+        c = self.cd0
+        boost_left = (min(self.burn_s, self.max_time_s) - t0).clamp(min=0.0)
+
+        a = self.thrust_g * self.g
+        boost_dist, v1 = self._boost_torch(v0, boost_left, a, c)
+        boost_gain = boost_dist - u * boost_left
+
+        coast_start = t0 + boost_left
+        coast_left = (self.max_time_s - coast_start).clamp(min=0.0)
+        stop_speed = u.clamp(min=self.min_speed)
+        one = _const(v0, 1.0)
+        to_stop = torch.where(v1 > stop_speed, (one / stop_speed - one / v1) / _const(v0, c), 0.0)
+        t_coast = torch.minimum(to_stop, coast_left)
+        coast_dist = torch.log1p(c * v1 * t_coast) / _const(v0, c)
+        coast_gain = coast_dist - u * t_coast
+        dead = (boost_left <= 0.0) & (v0 < self.min_speed)
+        best = (boost_gain + coast_gain.clamp(min=0.0)).clamp(min=0.0)
+        return torch.where(dead, 0.0, best)
+
+    @staticmethod
+    def _boost_torch(v0: Tensor, t: Tensor, a: float, c: float) -> tuple[Tensor, Tensor]:
+        """``_boost`` on float64 tensors."""
+        import torch
+
+        c_t = _const(v0, c)
+        if a <= 0.0:
+            dist = torch.log1p(c * v0 * t) / c_t
+            return dist, v0 / (1.0 + c * v0 * t)
+        big_v, k = float(np.sqrt(a / c)), float(np.sqrt(a * c))
+        big_v_t = _const(v0, big_v)
+        below = v0 < big_v
+        ratio = torch.where(below, v0 / big_v_t, big_v_t / v0.clamp(min=big_v * (1 + 1e-12)))
+        p = torch.atanh(ratio.clamp(0.0, 1.0 - 1e-12))
+        x = k * t + p
+
+        def log_cosh(z: Tensor) -> Tensor:
+            return z + torch.log1p(torch.exp(-2.0 * z)) - _LOG_2
+
+        def log_sinh(z: Tensor) -> Tensor:
+            return z + torch.log1p(-torch.exp(-2.0 * z)) - _LOG_2
+
+        dist_below = (log_cosh(x) - log_cosh(p)) / c_t
+        dist_above = (log_sinh(x) - log_sinh(p.clamp(min=1e-12))) / c_t
+        v_below = big_v * torch.tanh(x)
+        v_above = big_v_t / torch.tanh(x.clamp(min=1e-12))
+        dist = torch.where(below, dist_below, dist_above)
+        speed = torch.where(below, v_below, v_above)
+        return torch.where(t > 0.0, dist, 0.0), torch.where(t > 0.0, speed, v0)

@@ -26,10 +26,12 @@ means "more of the good thing", so costs (death, missile_fired, boundary) return
   edge. Not potential-based: it is meant to change behaviour (discourage flying out). (midrange)
 
 Torch versions (``torch_call``, for a rollout that keeps the observations on the GPU): every term
-above except ``MissileReach`` and ``LaunchAngle`` has one, which repeats the numpy arithmetic
-operation by operation in the same dtypes, so on the CPU its values are bit-identical to the numpy
-ones. ``MissileReach`` (float64 transcendental functions, a ``bincount``) and ``LaunchAngle``
-(``arccos``) would match only to rounding, so they keep the numpy path.
+above has one, which repeats the numpy arithmetic operation by operation in the same dtypes
+(float64 where numpy uses float64), so its values are bit-identical to the numpy ones, except where
+a transcendental function rounds differently in torch and numpy: ``MissileReach``'s reach (float64
+arctanh, exp, log1p, tanh: a few float64 ulp, which the float32 potential almost always rounds
+away) and ``LaunchAngle``'s float32 ``arccos`` (neither numpy's nor torch's is correctly rounded:
+the price can differ in its last few float32 ulp).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from arena.envs.midrange_obs import FIGHTER, MISSILE, RANGE_SCALE_M, SELF, SPEED_SCALE_MS
+from arena.envs.midrange_obs import FIGHTER, MISSILE, RANGE_SCALE_M, SELF, SPEED_SCALE_MS, MidrangeObsLayout
 from arena.envs.missile_reach import MissileModel
 from arena.envs.params import MIDRANGE_PARAMS
 from arena.rewards.base import (
@@ -504,6 +506,60 @@ class MissileReach(PotentialShaping):
             total += np.bincount(row, weights=sign * margin, minlength=len(obs))
         return total.astype(np.float32)
 
+    def torch_potential(self, batch: TorchStepBatch, obs: Tensor) -> Tensor:
+        """``potential`` on tensors: the reach of every missile slot (float64, on the batch's device)
+        kept where a missile is in flight, each row's margins added in the slots' order (as
+        ``bincount`` adds them), my missiles' before the threats'."""
+        import torch
+
+        layout = self.midrange_layout(batch)
+        own = layout.self_features(obs)
+        alive = own[:, SELF_ALIVE] > 0.5
+        if layout.tracked_missiles == 0:
+            return torch.zeros(len(obs), dtype=torch.float32, device=obs.device)
+        params = batch.params or {}
+        model = MissileModel.from_params(params)
+        fighter_vt = float(params.get("fighter_vt", MIDRANGE_PARAMS["fighter_vt"].default))
+        enemies = layout.enemies(obs)
+        enemy_alive = (enemies[:, :, ENEMY_PRESENT] > 0.5) & (enemies[:, :, ENEMY_ALIVE] > 0.5)
+        enemy_speed = _where0(enemy_alive, enemies[:, :, ENEMY_SPEED]).max(dim=1).values * fighter_vt
+        my_speed = own[:, SELF_SPEED] * fighter_vt
+        total = torch.zeros(len(obs), dtype=torch.float64, device=obs.device)
+        scale = torch.tensor(self.scale_m, dtype=torch.float64, device=obs.device)
+        lists = ((layout.own_missiles(obs), 1.0, enemy_speed), (layout.threats(obs), -1.0, my_speed))
+        for block, sign, flee in lists:
+            in_flight = (block[:, :, MISSILE_PRESENT] > 0.5) & alive[:, None]
+            reach = model.reach_torch(block[:, :, MISSILE_SPEED] * SPEED_SCALE_MS,
+                                      block[:, :, MISSILE_TOF] * model.max_time_s, flee[:, None])
+            margin = (reach - block[:, :, MISSILE_RANGE] * RANGE_SCALE_M) / scale
+            margin = margin.clamp(-1.0, self.max_margin)
+            margin = torch.where(in_flight, margin * sign, 0.0)
+            summed = torch.zeros_like(total)
+            for k in range(margin.shape[1]):
+                summed = summed + margin[:, k]
+            total = total + summed
+        return total.to(torch.float32)
+
+
+#: numpy's float32 ``degrees`` multiplies by 180f / pi_f (57.295776), not by float32(180 / pi)
+_DEGREES_F32 = float(np.degrees(np.float32(1.0)))
+
+
+def _launch_target_torch(layout: MidrangeObsLayout, obs: Tensor, cone_deg: float) -> tuple[Tensor, Tensor]:
+    """``MidrangeObsLayout.launch_target`` on tensors: the same enemy rows and flags. The cone's
+    cosine is compared in float64, as numpy compares a float32 array with a float64 scalar."""
+    import torch
+
+    enemies = layout.enemies(obs)
+    cos = enemies[:, :, ENEMY_BEARING_COS]
+    living = (enemies[:, :, ENEMY_PRESENT] > 0.5) & (enemies[:, :, ENEMY_ALIVE] > 0.5)
+    edge = float(np.cos(np.radians(cone_deg)) - 1e-4)
+    in_cone = living & (cos.to(torch.float64) >= edge)
+    found = in_cone.any(dim=1)
+    best = torch.where(in_cone, cos, -math.inf).argmax(dim=1)  # the first of equal maxima, as numpy
+    pick = torch.where(found, best, 0)
+    return enemies[torch.arange(len(obs), device=obs.device), pick], found
+
 
 class LaunchAngle(Reward):
     """``-min(1, angle / cone_deg)`` per launch this decision, ``angle`` being the off-boresight angle
@@ -533,6 +589,21 @@ class LaunchAngle(Reward):
         off = np.degrees(np.arccos(np.clip(target[:, ENEMY_BEARING_COS], -1.0, 1.0)))
         price = np.minimum(1.0, off / cone)
         return np.where(launched & found, -price, 0.0).astype(np.float32)
+
+    def torch_call(self, batch: TorchStepBatch) -> Tensor:
+        """``__call__`` on tensors, in float32 as numpy computes it; ``acos`` may differ from numpy's
+        float32 ``arccos`` in the last ulps (neither is correctly rounded), so the price does too."""
+        import torch
+
+        layout = self.midrange_layout(batch)
+        launched = self.event_torch(batch, "fired") > 0
+        game_cone = float(batch.params.get("launch_cone_deg", MIDRANGE_PARAMS["launch_cone_deg"].default))
+        cone = self.cone_deg if self.cone_deg is not None else game_cone
+        target, found = _launch_target_torch(layout, batch.obs_before, game_cone)
+        cos = target[:, ENEMY_BEARING_COS].clamp(-1.0, 1.0)
+        off = torch.acos(cos) * torch.tensor(_DEGREES_F32, dtype=cos.dtype, device=cos.device)
+        price = _divide(off, cone).clamp(max=1.0)
+        return _where0(launched & found, -price)
 
 
 class Boundary(Reward):
