@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -167,7 +165,7 @@ def training_sps(sizes: Sizes, preset: str, env_device: str, run_dir: Path) -> d
 def league(sizes: Sizes, minutes: float, run_dir: Path) -> dict[str, Any]:
     """``+league=selfplay trainer=gpu`` from scratch for ``minutes`` (then Ctrl-C, as a user would),
     and the gauntlet scores its snapshots got against the heuristic pilot."""
-    from arena.bench.learn_scratch import restore_sigint
+    from arena.bench.learn_scratch import train_for
     from arena.league.store import LEAGUE_DB, LeagueStore
 
     command = [sys.executable, "-m", "arena.train", "+league=selfplay", "trainer=gpu",
@@ -176,16 +174,7 @@ def league(sizes: Sizes, minutes: float, run_dir: Path) -> dict[str, Any]:
     print(f"  {' '.join(command[1:])} for {minutes:.1f} min", flush=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     start = time.time()
-    with open(run_dir / "bench.log", "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=restore_sigint)
-        try:
-            process.wait(timeout=max(1.0, minutes * 60))
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    returncode = train_for(command, minutes, run_dir / "bench.log", grace_s=120)
     ran = (time.time() - start) / 60
     curve = []
     if (run_dir / LEAGUE_DB).is_file():
@@ -196,7 +185,7 @@ def league(sizes: Sizes, minutes: float, run_dir: Path) -> dict[str, Any]:
                     curve.append({"snapshot": row.player_id, "step": row.learner_step, "score": score,
                                   "minute": (row.created_at - start) / 60, "games": row.games})
     final = curve[-1]["score"] if curve else None
-    return {"command": " ".join(["python", *command[1:]]), "returncode": process.returncode,
+    return {"command": " ".join(["python", *command[1:]]), "returncode": returncode,
             "minutes": ran, "gauntlet": curve, "final_score": final,
             "best_score": max((c["score"] for c in curve), default=None)}
 

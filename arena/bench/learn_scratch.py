@@ -100,6 +100,25 @@ def restore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def train_for(command: list[str], minutes: float, log_path: Path, grace_s: float = 300.0) -> int | None:
+    """Runs ``command`` (an ``arena.train`` line) with its output in ``log_path`` for ``minutes`` of
+    wall time, then stops it with Ctrl-C as a user would (the trainer checkpoints and exits), killing
+    it if it has not exited ``grace_s`` seconds later; returns its exit status."""
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ),
+                                   preexec_fn=restore_sigint)
+        try:
+            process.wait(timeout=max(1.0, minutes * 60))
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    return process.returncode
+
+
 def curve_title(seed: int, overrides: list[str]) -> str:
     """The curve's title: a new league, its seed and the run's overrides (``trainer=kickstart``, ...)."""
     run = ", ".join([f"seed {seed}", *overrides])
