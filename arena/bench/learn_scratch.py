@@ -100,22 +100,29 @@ def restore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def interrupt(process: subprocess.Popen[bytes], grace_s: float = 300.0) -> None:
+    """Ctrl-C to a running ``arena.train`` (it checkpoints and exits), a kill if it has not exited
+    ``grace_s`` seconds later; nothing if it has already ended."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def train_for(command: list[str], minutes: float, log_path: Path, grace_s: float = 300.0) -> int | None:
     """Runs ``command`` (an ``arena.train`` line) with its output in ``log_path`` for ``minutes`` of
-    wall time, then stops it with Ctrl-C as a user would (the trainer checkpoints and exits), killing
-    it if it has not exited ``grace_s`` seconds later; returns its exit status."""
+    wall time, then stops it as a user would (``interrupt``); returns its exit status."""
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ),
                                    preexec_fn=restore_sigint)
         try:
             process.wait(timeout=max(1.0, minutes * 60))
         except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            interrupt(process, grace_s)
     return process.returncode
 
 
@@ -171,12 +178,7 @@ def main(args: argparse.Namespace) -> int:
             time.sleep(min(POLL_S, max(0.1, args.minutes * 60 - (time.time() - start))))
             _print_new(_read_gauntlet(run_dir), seen, start)
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=300)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        interrupt(process)
         log.close()
     records = _read_gauntlet(run_dir)
     _print_new(records, seen, start)

@@ -557,7 +557,8 @@ class LeagueRun:
             for player_id, share in self.main.matchmaker.mix().items():
                 out[f"league/mix/{player_id}"] = share
             if self._views_due():  # the bounded set of the views (league.view_players), not the pool
-                for player_id in self._shown():
+                order = [e.player_id for e in ratings.leaderboard(pool.ids)]
+                for player_id in self._shown(order):
                     out[f"league/rating/{player_id}"] = ratings.conservative(player_id)
         if self._guard_new:
             out.update(self._guard_new)
@@ -577,21 +578,21 @@ class LeagueRun:
     def _views_due(self) -> bool:
         return self.updates % self.config.log_interval == 0
 
-    def _shown(self) -> list[str]:
-        """The players the views show, best rated first (``league.view_players``; ``shown_players``)."""
+    def _shown(self, order: list[str]) -> list[str]:
+        """Of ``order`` (the leaderboard's, best rated first), the players the views show
+        (``league.view_players``; ``shown_players``)."""
         from arena.league.view import shown_players
 
-        pool = self.league.pool
-        order = [e.player_id for e in self.league.ratings.leaderboard(pool.ids)]
-        return shown_players(order, list(pool), self.learner_id, self.config.view_players)
+        return shown_players(order, list(self.league.pool), self.learner_id, self.config.view_players)
 
     def leaderboard(self) -> list[list[Any]]:
         """Rows of ``LEADERBOARD_COLUMNS`` for the players the views show (``_shown``), best
         conservative rating first; a row's rank is its rank in the whole league."""
         pool, payoff, lid = self.league.pool, self.league.payoff, self.learner_id
-        shown = set(self._shown())
+        entries = self.league.ratings.leaderboard(pool.ids)
+        shown = set(self._shown([e.player_id for e in entries]))
         rows = []
-        for rank, entry in enumerate(self.league.ratings.leaderboard(pool.ids), start=1):
+        for rank, entry in enumerate(entries, start=1):
             if entry.player_id not in shown:
                 continue
             score = payoff.score(entry.player_id, lid) if entry.player_id != lid else None
