@@ -136,6 +136,29 @@ def test_alphastar_league_trains_main_agent_and_both_exploiters_in_one_run(tmp_p
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+def test_main_exploiters_can_start_from_the_learners_weights_and_go_on_after_a_snapshot(tmp_path, capsys):
+    import torch
+
+    common = [*FAST, "+league=robust", "trainer.total_timesteps=4000", "league.snapshot.every_steps=1000",
+              "league.main_exploiter.num_envs=8", "league.main_exploiter.snapshot.every_steps=500",
+              "league.main_exploiter.init=learner"]
+    going_on = tmp_path / "going_on"
+    assert main([*common, f"run_dir={going_on}", "league.main_exploiter.reset_prob=0.0"]) == 0
+    with _store(going_on) as store:
+        players = {p.player_id: p for p in store.players()}
+    assert sum(p.parent == "main_exploiter-0" for p in players.values()) >= 2  # several snapshots...
+    assert "main_exploiter-1" not in players  # ...of one generation
+    restarting = tmp_path / "restarting"
+    assert main([*common, f"run_dir={restarting}", "league.main_exploiter.reset_prob=1.0"]) == 0
+    starts = [torch.load(restarting / "checkpoints" / f"main_exploiter-{g}" / "init.pt", weights_only=True)
+              for g in (0, 1)]
+    # each generation starts from the learner's weights of its time: the learner trained in between
+    assert starts[0].keys() == starts[1].keys()
+    assert any(not torch.equal(starts[0][k], starts[1][k]) for k in starts[0])
+    assert main([*common, f"run_dir={tmp_path / 'bad'}", "league.main_exploiter.init=copy"]) == 2
+    assert "league.main_exploiter.init='copy' must be one of ['fresh', 'learner']" in capsys.readouterr().err
+
+
 def test_a_league_run_rejects_stages_that_set_opponents(tmp_path, capsys):
     argv = [*FAST, "+league=selfplay", f"run_dir={tmp_path / 'r'}",
             "+stages=[{steps: 100, opponents: {players: [mirror], weights: [1]}}]"]

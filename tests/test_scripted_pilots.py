@@ -8,7 +8,7 @@ import pytest
 
 import arena
 from arena.agents.scripted import SCRIPTED_BOTS, ScriptedAgent, make_scripted
-from arena.agents.scripted_midrange import HeuristicPilot, RandomPilot
+from arena.agents.scripted_midrange import VARIED_RANGES, HeuristicPilot, HeuristicTuning, RandomPilot
 from arena.agents.scripted_rpsw import (
     BiasedThrower,
     ConstantThrower,
@@ -293,3 +293,82 @@ def test_between_heuristic_pilots_the_one_that_fires_from_further_out_wins():
     further, closer = (make_scripted(f"heuristic_{km}km", "midrange") for km in (10, 6))
     results = play_matches(further, closer, 64, seed=3, num_threads=1)
     assert results.win_rate > 0.9, results
+
+
+# ---------------------------------------------------------------- varied pilot
+
+
+def real_rows(n: int = 64, seed: int = 5) -> np.ndarray:
+    """Observation rows of real 1v1 midrange matches some way in (missiles flying, fighters turning)."""
+    env = arena.make("midrange", num_envs=n // 2, num_threads=1, seed=seed)
+    obs, _ = env.reset(seed)
+    heuristic = HeuristicPilot()
+    for _ in range(60):
+        obs, *_ = env.step(heuristic.act(obs))
+    return obs.copy()
+
+
+def test_the_varied_pilot_draws_new_numbers_only_when_a_rows_match_starts():
+    varied = make_scripted("scripted:varied", "midrange", seed=1)
+    obs, rows = real_rows(), np.arange(64)
+    varied.act(obs, rows, np.ones(64, dtype=bool))
+    first = varied.table.copy()
+    for name, (low, high) in VARIED_RANGES.items():
+        column = first[:, list(VARIED_RANGES).index(name)]
+        assert ((column >= low) & (column <= high)).all() and column.std() > 0.1 * (high - low), name
+    varied.act(obs, rows, np.zeros(64, dtype=bool))
+    np.testing.assert_array_equal(varied.table, first)
+    starts = np.zeros(64, dtype=bool)
+    starts[[3, 40]] = True
+    varied.act(obs, rows, starts)
+    changed = (varied.table != first).any(axis=1)
+    assert changed.tolist() == starts.tolist()
+
+
+def test_the_varied_pilot_is_the_same_for_the_same_seed_and_resumes_from_its_state():
+    obs, rows, starts = real_rows(), np.arange(64), np.ones(64, dtype=bool)
+    a, b = (make_scripted("varied", "midrange", seed=7) for _ in range(2))
+    np.testing.assert_array_equal(a.act(obs, rows, starts), b.act(obs, rows, starts))
+    other = make_scripted("varied", "midrange", seed=8)
+    other.act(obs, rows, starts)
+    assert not np.array_equal(other.table, a.table)
+    restored = make_scripted("varied", "midrange", seed=0)
+    restored.load_state_dict(a.state_dict())
+    half = np.arange(64) % 2 == 0
+    np.testing.assert_array_equal(restored.act(obs, rows, half), a.act(obs, rows, half))
+    np.testing.assert_array_equal(restored.table, a.table)
+    with pytest.raises(ValueError, match="rows"):
+        a.act(obs, rows[:10], starts)
+
+
+def test_the_varied_pilot_flies_each_row_by_its_own_numbers():
+    """Every row acts as a heuristic pilot tuned with that row's numbers would (throttle and the
+    patient's held fire apart), so one batch holds many styles."""
+    varied = make_scripted("varied", "midrange", seed=2)
+    obs, rows = real_rows(), np.arange(64)
+    actions = varied.act(obs, rows, np.ones(64, dtype=bool))
+    columns = list(VARIED_RANGES)
+    time_left = obs[:, 7]
+    for row in range(64):
+        numbers = varied.table[row]
+        tuning = HeuristicTuning(**{k: float(numbers[i]) for i, k in enumerate(columns)})
+        tuned = HeuristicPilot(tuning=tuning)
+        alone = tuned.act(obs[row:row + 1])[0]
+        assert actions[row, RUDDER] == alone[RUDDER], row
+        assert actions[row, THROTTLE] == numbers[len(columns)]
+        holds = time_left[row] > numbers[len(columns) + 1]
+        assert actions[row, FIRE] == (0 if holds else alone[FIRE]), row
+    assert len(np.unique(actions[:, THROTTLE])) == 2
+
+
+def test_a_patient_varied_pilot_holds_fire_until_its_part_of_the_time_limit_is_over():
+    varied = make_scripted("varied", "midrange", seed=0)
+    shot = observe(enemy=(5 * KM, 0.0))
+    assert shot[0, 7] > 0.95  # the match has just started
+    varied.act(shot, np.array([0]), np.array([True]))
+    varied.table[0, :len(VARIED_RANGES)] = [20.0, 0.0, 20.0, 40.0, 6.0, 20.0, 70.0]
+    varied.table[0, len(VARIED_RANGES) + 1] = 0.5
+    assert varied.act(shot, np.array([0]), np.array([False]))[0, FIRE] == 0
+    late = shot.copy()
+    late[0, 7] = 0.4
+    assert varied.act(late, np.array([0]), np.array([False]))[0, FIRE] == 1

@@ -61,6 +61,9 @@ class ScriptedAgent(ABC):
     #: (numpy method, its torch twin) pairs: ``act_torch`` runs the torch twins only where each numpy
     #: rule has its twin defined at least as deep in the class hierarchy (``twins_defined``)
     TORCH_TWINS: ClassVar[tuple[tuple[str, str], ...]] = (("_act", "_act_torch"),)
+    #: Whether the bot keeps something per row between steps and so needs ``act``'s ``rows`` and
+    #: ``episode_start`` (a trainer passes them only then: a user's bot may define ``act(obs)`` alone)
+    keeps_rows: ClassVar[bool] = False
 
     def __init__(self, obs_dim: int, action_nvec: tuple[int, ...]) -> None:
         self.obs_dim = obs_dim
@@ -73,8 +76,8 @@ class ScriptedAgent(ABC):
     def act(self, obs: np.ndarray, rows: np.ndarray | None = None,
             episode_start: np.ndarray | None = None) -> np.ndarray:
         """Actions for ``n`` observation rows; an empty batch gives an empty [0, action_dims] array.
-        ``rows`` and ``episode_start`` (the ``arena.agents.players.Agent`` interface) are ignored: a
-        scripted bot keeps no per-row memory."""
+        ``rows`` and ``episode_start`` (the ``arena.agents.players.Agent`` interface) are ignored
+        unless the bot ``keeps_rows``."""
         obs = self._check_obs(obs)
         if len(obs) == 0:
             return np.zeros((0, self.action_dims), dtype=np.int32)

@@ -16,9 +16,11 @@ version draws from the same numpy generator as ``act``, so the two are equal dra
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,6 +57,12 @@ def wrap(angle: np.ndarray) -> np.ndarray:
 def angle_of(sin: np.ndarray, cos: np.ndarray) -> np.ndarray:
     """Bearing in radians from its sin/cos features (0 for zero padding)."""
     return np.arctan2(sin, cos)
+
+
+def _per_row(value: float | np.ndarray) -> float | np.ndarray:
+    """A tuning value against a per-missile [n, K] array: a scalar as it is, a per-row [n] array
+    (``VariedPilot``'s) as a column."""
+    return value[:, None] if isinstance(value, np.ndarray) else value
 
 
 def wrap_torch(angle: Tensor) -> Tensor:
@@ -267,7 +275,8 @@ class HeuristicPilot(MidrangePilot):
         range_km = threats[:, :, _M["range"]] * (RANGE_SCALE_M / 1000.0)
         closing_kms = threats[:, :, _M["closing"]] * (SPEED_SCALE_MS / 1000.0)
         time_to_go = np.where(closing_kms > 1e-3, range_km / np.maximum(closing_kms, 1e-3), np.inf)
-        urgent = present & ((time_to_go < t.defend_time_s) | (range_km < t.defend_range_km))
+        urgent = present & ((time_to_go < _per_row(t.defend_time_s))
+                            | (range_km < _per_row(t.defend_range_km)))
         # The worst threat: least time to go, a near one that is not closing (yet) counting as
         # closing slowly, since it can still turn back onto me.
         urgency = np.where(urgent, range_km / np.maximum(closing_kms, 0.3), np.inf)
@@ -432,6 +441,115 @@ class EvaderPilot(HeuristicPilot):
         actions = super()._act_torch(obs)
         actions[:, 2] = 0
         return actions
+
+
+#: What ``VariedPilot`` draws for each match, uniformly within each range (distances in km, times in
+#: s): the tuning fields of ``HeuristicTuning`` it varies, the share of matches flown at half
+#: throttle, and the share of "patient" matches, which hold fire while more than a drawn fraction of
+#: the time limit is left (defending all the while), then attack.
+VARIED_RANGES: dict[str, tuple[float, float]] = {
+    "fire_range_km": (4.0, 24.0),
+    "fire_range_per_closing_km": (0.0, 8.0),
+    "fire_cone_deg": (5.0, 20.0),
+    "defend_time_s": (10.0, 60.0),
+    "defend_range_km": (2.0, 8.0),
+    "drag_time_s": (5.0, 30.0),
+    "crank_deg": (40.0, 90.0),
+}
+HALF_THROTTLE_SHARE = 0.25
+PATIENT_SHARE = 0.25
+PATIENT_HOLD = (0.3, 0.9)  # the patient hold fire while the time left is above this fraction
+_VARIED_COLUMNS = (*VARIED_RANGES, "throttle", "hold_above")
+
+
+class VariedPilot(HeuristicPilot):
+    """The heuristic pilot with its numbers drawn anew for every match, per fighter: fire range and
+    cone, when and how it defends (``VARIED_RANGES``), its throttle, and whether it is patient
+    (holds fire, defending, for the first part of the match). One player that flies a different
+    style every match: a league's pool meets shooters from 4 to ~40 km, early and late defenders,
+    slow and fast fighters, and pilots that wait out a volley before they attack, where the fixed
+    bots show it three styles (the randomised scripted opponents of HHMARL's and AlphaStar's
+    diverse pools).
+
+    A fighter's numbers are drawn when its row starts a match (``episode_start``), or when the row
+    is first seen, from a generator seeded with ``seed``; rows are the caller's (``act``'s ``rows``;
+    without them, the batch's positions). ``state_dict`` holds the generator and every row's numbers,
+    so a resumed run goes on with the same matches. numpy only (no torch version)."""
+
+    name = "varied"
+    keeps_rows = True
+
+    def __init__(
+        self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4, seed: int = 0
+    ) -> None:
+        super().__init__(team_sizes, tracked_missiles)
+        self.base_tuning = self.tuning
+        self.rng = np.random.default_rng(seed)
+        self.table = np.zeros((0, len(_VARIED_COLUMNS)))  # [rows seen, columns] the numbers of each row
+        self.drawn = np.zeros(0, dtype=bool)
+        self._current: np.ndarray | None = None  # the rows' numbers while ``_act`` runs
+
+    def act(self, obs: np.ndarray, rows: np.ndarray | None = None,
+            episode_start: np.ndarray | None = None) -> np.ndarray:
+        obs = self._check_obs(obs)
+        rows = np.arange(len(obs)) if rows is None else np.asarray(rows, dtype=np.int64).reshape(-1)
+        starts = np.zeros(len(obs), dtype=bool) if episode_start is None else np.asarray(episode_start, bool)
+        if rows.shape != (len(obs),) or starts.shape != (len(obs),) or (len(rows) and rows.min() < 0):
+            raise ValueError(f"VariedPilot.act expects rows [n] >= 0 and episode_start [n] for {len(obs)} "
+                             f"observation rows; got rows {rows.shape}, episode_start {starts.shape}")
+        if len(rows) and rows.max() >= len(self.drawn):
+            grow = int(rows.max()) + 1 - len(self.drawn)
+            self.table = np.concatenate([self.table, np.zeros((grow, self.table.shape[1]))])
+            self.drawn = np.concatenate([self.drawn, np.zeros(grow, dtype=bool)])
+        fresh = rows[starts | ~self.drawn[rows]]
+        if len(fresh):
+            self.table[fresh] = self._draw(len(fresh))
+            self.drawn[fresh] = True
+        self._current = self.table[rows]
+        try:
+            return super().act(obs)
+        finally:
+            self._current = None
+
+    def reset(self) -> None:
+        """Every row draws new numbers at its next step."""
+        self.drawn[:] = False
+
+    def _draw(self, n: int) -> np.ndarray:
+        """``n`` rows of numbers, column by column (``_VARIED_COLUMNS``)."""
+        columns = [self.rng.uniform(low, high, n) for low, high in VARIED_RANGES.values()]
+        half = self.rng.random(n) < HALF_THROTTLE_SHARE
+        columns.append(np.where(half, FULL_THROTTLE - 1, FULL_THROTTLE).astype(np.float64))
+        patient = self.rng.random(n) < PATIENT_SHARE
+        columns.append(np.where(patient, self.rng.uniform(*PATIENT_HOLD, n), np.inf))
+        return np.stack(columns, axis=1)
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        numbers = self._current if self._current is not None else self._draw(len(obs))
+        by_name = dict(zip(_VARIED_COLUMNS, numbers.T, strict=True))
+        self.tuning = dataclasses.replace(self.base_tuning, **{k: by_name[k] for k in VARIED_RANGES})
+        try:
+            actions = super()._act(obs)
+        finally:
+            self.tuning = self.base_tuning
+        actions[:, 1] = by_name["throttle"].astype(np.int32)
+        time_left = self.layout.self_features(obs)[:, _S["time_left"]]
+        actions[:, 2] &= (time_left <= by_name["hold_above"]).astype(np.int32)
+        return actions
+
+    def state_dict(self) -> dict[str, Any]:
+        """The generator and the numbers of every row seen (plain lists: checkpoints load with
+        ``weights_only=True``)."""
+        return {"rng": self.rng.bit_generator.state, "table": self.table.tolist(),
+                "drawn": self.drawn.tolist()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        table = np.asarray(state["table"], dtype=np.float64).reshape(-1, len(_VARIED_COLUMNS))
+        drawn = np.asarray(state["drawn"], dtype=bool)
+        if drawn.shape != (len(table),):
+            raise ValueError(f"VariedPilot state: {len(table)} rows of numbers but {drawn.shape} drawn flags")
+        self.rng.bit_generator.state = dict(state["rng"])
+        self.table, self.drawn = table, drawn
 
 
 def ladder_pilot(

@@ -94,6 +94,8 @@ def _pilot(kind: str):  # noqa: ANN202 - a BotFactory
         tracked = int(values.get("tracked_missiles", MIDRANGE_PARAMS["tracked_missiles"].default))
         if kind == "random":
             return pilots.RandomPilot(team_sizes=team_sizes, tracked_missiles=tracked, seed=seed)
+        if kind == "varied":
+            return pilots.VariedPilot(team_sizes=team_sizes, tracked_missiles=tracked, seed=seed)
         if kind == "evader":
             return pilots.EvaderPilot(team_sizes=team_sizes, tracked_missiles=tracked)
         if kind.startswith("heuristic_"):
@@ -118,7 +120,7 @@ SPEC = GameSpec(
     end_reasons=(EndReason.ELIMINATION, EndReason.MUTUAL, EndReason.NO_MISSILES, EndReason.TIME_LIMIT),
     # the heuristic_<N>km ladder is opt-in (league.scripted), see the README
     bots={name: _pilot(name) for name in
-          ("random", "heuristic", "evader", "heuristic_6km", "heuristic_10km", "heuristic_14km")},
+          ("random", "heuristic", "evader", "varied", "heuristic_6km", "heuristic_10km", "heuristic_14km")},
     reference_bots=("random", "heuristic", "evader"),
     obs_bounds=obs_bounds,
     noop=lambda values: NOOP,

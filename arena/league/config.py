@@ -15,6 +15,8 @@ from typing import Any
 from arena.league.matchmaking import SOURCES, WEIGHTINGS
 from arena.league.players import PLAYER_KINDS
 
+EXPLOITER_INITS = ("fresh", "learner")  # what a new exploiter generation's weights start from
+
 
 @dataclass
 class MixConfig:
@@ -70,9 +72,10 @@ class RatingsConfig:
 
 @dataclass
 class MainExploiterConfig:
-    """AlphaStar's main exploiter: trains against the main learner only, and restarts from fresh
-    weights once it beats it (score above ``snapshot.beat_all_threshold``) or after
-    ``snapshot.every_steps`` samples, leaving a snapshot of itself in the league."""
+    """AlphaStar's main exploiter: trains against the main learner only, leaves a snapshot of itself in
+    the league once it beats it (score above ``snapshot.beat_all_threshold``) or after
+    ``snapshot.every_steps`` samples, and then restarts (``reset_prob``) from fresh weights or from
+    the learner's (``init``)."""
 
     num_envs: int | None = None  # None: a quarter of the main learner's (at least 2)
     # Against the live learner by default; while its score against it is below low_score, half the
@@ -85,6 +88,12 @@ class MainExploiterConfig:
         default_factory=lambda: SnapshotConfig(every_steps=4_000_000, beat_all_threshold=0.7, min_games=20,
                                                vs_kinds=["learner"])
     )
+    # After each snapshot it restarts (a new generation) with this probability (AlphaStar: 1); else it
+    # goes on training against the learner from where it is.
+    reset_prob: float = 1.0
+    # What a new generation starts from: "fresh" weights, or a copy of the main "learner"'s weights
+    # then (it can fly from its first match, and sets out from the learner's own style).
+    init: str = "fresh"
 
 
 @dataclass
@@ -233,6 +242,10 @@ class LeagueConfig:
                 raise ValueError(
                     f"league.main_exploiter.weighting={m.weighting!r} must be one of {sorted(WEIGHTINGS)}")
             _check_snapshot(m.snapshot, "league.main_exploiter.snapshot")
+            _check_unit(m.reset_prob, "league.main_exploiter.reset_prob")
+            if m.init not in EXPLOITER_INITS:
+                raise ValueError(
+                    f"league.main_exploiter.init={m.init!r} must be one of {list(EXPLOITER_INITS)}")
         if self.league_exploiter is not None:
             e = self.league_exploiter
             _check_num_envs(e.num_envs, "league.league_exploiter.num_envs")

@@ -46,6 +46,7 @@ import torch
 from arena.agents.players import scripted_id
 from arena.agents.policy import Policy, policy_from_payload
 from arena.agents.scripted import REFERENCE_BOTS
+from arena.atomic import atomic_path
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploitability import METRIC as EXPLOITABILITY_METRIC
 from arena.league.exploitability import best_responses, league_exploitability
@@ -236,7 +237,7 @@ class LeagueRun:
             chooser: Any = MainExploiterChooser(
                 self.league.pool, self.league.payoff, self.learner_id, rng=rng, low_score=cfg.low_score,
                 snapshot_prob=cfg.snapshot_prob, weighting=cfg.weighting, min_games=cfg.min_games)
-            reset_prob = 1.0  # AlphaStar: a main exploiter restarts at every snapshot
+            reset_prob = cfg.reset_prob  # AlphaStar: 1, a main exploiter restarts at every snapshot
         else:
             cfg = self.config.league_exploiter
             chooser = self._chooser(cfg.matchmaking, rng)
@@ -244,6 +245,12 @@ class LeagueRun:
         matchmaker = self._matchmaker_for(player_id, chooser)
         main = self.main.trainer
         checkpoint = self._exploiter_checkpoint(player_id)
+        init_weights = None
+        if getattr(cfg, "init", "fresh") == "learner" and not checkpoint.is_file():
+            init_weights = str(checkpoint.parent / "init.pt")  # the learner's weights now
+            checkpoint.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_path(init_weights) as tmp:
+                torch.save(main.policy.state_dict(), tmp)
         plan = ExploiterPlan(
             kind=kind, generation=generation, player_id=player_id, learner_id=self.learner_id,
             checkpoint=str(checkpoint),
@@ -255,7 +262,8 @@ class LeagueRun:
                               "checkpoint_dir": str(checkpoint.parent)},
             policy_config=main.policy_config, env_spec=dict(main.env_spec),
             policy_spec=dict(main.policy.spec),
-            rng_seed=(self.seed, _SEED_OFFSET[kind], generation, 1), cache_size=self.config.cache_size)
+            rng_seed=(self.seed, _SEED_OFFSET[kind], generation, 1), cache_size=self.config.cache_size,
+            init_weights=init_weights)
         trainer: Any
         if self.ranks is not None:
             trainer = RemoteTrainer(plan)
@@ -519,8 +527,9 @@ class LeagueRun:
         return step - self._gauntlet_step >= self.config.gauntlet.every_steps
 
     def _restart(self, old: LeagueLearner) -> LeagueLearner:
-        """A new generation of an exploiter with fresh weights (its own env batch and checkpoints)."""
-        logger.info("%s restarts from fresh weights at step %d", old.player_id, old.step)
+        """A new generation of an exploiter, from fresh weights or the learner's (``init``), with its own
+        env batch and checkpoints."""
+        logger.info("%s restarts at step %d", old.player_id, old.step)
         old.trainer.close()
         del self.live[old.player_id]
         return self._exploiter(old.kind, old.generation + 1)
@@ -678,6 +687,7 @@ class ExploiterPlan:
     policy_spec: dict[str, Any]  # of the main learner's policy (the exploiter's is alike)
     rng_seed: tuple[int, ...]  # of the matchmaker's draws on an exploiter rank
     cache_size: int
+    init_weights: str | None = None  # a fresh start loads these weights (a state dict file), if given
 
 
 def build_exploiter_trainer(plan: ExploiterPlan, reward_fn: Any, matchmaker: Any) -> Any:
@@ -690,8 +700,13 @@ def build_exploiter_trainer(plan: ExploiterPlan, reward_fn: Any, matchmaker: Any
         return PPOTrainer.resume(checkpoint, reward_fn=reward_fn, matchmaker=matchmaker,
                                  config_overrides=dict(plan.resume_overrides))
     env = plan.env_spec
-    return PPOTrainer(plan.config, plan.policy_config, game=env["game"], team_sizes=tuple(env["team_sizes"]),
-                      env_overrides=env["overrides"], reward_fn=reward_fn, matchmaker=matchmaker)
+    trainer = PPOTrainer(plan.config, plan.policy_config, game=env["game"],
+                         team_sizes=tuple(env["team_sizes"]), env_overrides=env["overrides"],
+                         reward_fn=reward_fn, matchmaker=matchmaker)
+    if plan.init_weights is not None:
+        logger.info("%s starts from the weights in %s", plan.player_id, plan.init_weights)
+        trainer.policy.load_state_dict(torch.load(plan.init_weights, map_location="cpu", weights_only=True))
+    return trainer
 
 
 class RemoteTrainer:

@@ -391,6 +391,7 @@ class Opponents:
             assert isinstance(sampler, Policy)
             acts, _ = sampler.sample_actions(logits, noise=noise.index_select(0, rows))  # same heads
             actions_out[batch.rows_np] = acts.to(actions_out.device)
+        starts_np: np.ndarray | None = None
         for (p, rows_np), rows in zip(groups.scripted, groups.scripted_rows, strict=True):
             agent = self.players[p].agent
             assert agent is not None and not isinstance(agent, Policy)
@@ -398,7 +399,12 @@ class Opponents:
                 acts_t = agent.act_torch(obs.index_select(0, rows.to(obs.device)))  # type: ignore[attr-defined]
                 actions_out.index_copy_(0, rows.to(actions_out.device), acts_t.to(actions_out))
                 continue
-            acts_np = np.asarray(agent.act(obs_np[rows_np]))
+            if getattr(agent, "keeps_rows", False):  # per-row memory (``VariedPilot``): its rows, starts
+                if starts_np is None:
+                    starts_np = episode_start.cpu().numpy().astype(bool, copy=False)
+                acts_np = np.asarray(agent.act(obs_np[rows_np], rows_np, starts_np[rows_np]))
+            else:
+                acts_np = np.asarray(agent.act(obs_np[rows_np]))
             acts = torch.from_numpy(acts_np.astype(np.int64, copy=False))
             actions_out[rows_np] = acts.to(actions_out.device)
 
