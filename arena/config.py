@@ -13,8 +13,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from arena.envs.params import Param
 from arena.games import GAMES, spec
+from arena.games.spec import Param
 from arena.league.config import LeagueConfig
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.health import HealthConfig

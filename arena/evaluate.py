@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from arena.envs.registry import GAMES
-from arena.games import spec as game_spec
+from arena.games import require as require_feature
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,7 +182,7 @@ def _shot_recorder(args: argparse.Namespace, game: str) -> Any:
     """A ``ShotRecorder`` for ``--shots``, or None; refused before any game for a game without missiles."""
     if not args.shots:
         return None
-    game_spec(game).require("shots", "--shots (missile launch geometry)")
+    require_feature(game, "shots", "--shots (missile launch geometry)")
     from arena.evaluation.shots import ShotRecorder
 
     return ShotRecorder()

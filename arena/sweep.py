@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,11 +158,9 @@ def plan(overrides: list[str]) -> SweepPlan:
     return SweepPlan(config=config, space=space, sweep_dir=sweep_dir, argv=argv)
 
 
-def _trial(cfg: Any) -> float:
-    """One trial (hydra's task function): trains in the job's folder and returns its objective."""
+def _trial(cfg: Any, run: Callable[[Any], Any]) -> float:
+    """One trial: trains (``run``, ``arena.train.run``) in the job's folder and returns its objective."""
     from hydra.core.hydra_config import HydraConfig
-
-    from arena.train import run
 
     job = HydraConfig.get()
     run_dir = Path(job.runtime.output_dir)
@@ -175,15 +174,20 @@ def _trial(cfg: Any) -> float:
     return value
 
 
-def launch(sweep: SweepPlan) -> int:
-    """Runs the trials through hydra's ``@hydra.main`` multirun; hydra's exit status (0: done)."""
+def launch(sweep: SweepPlan, run: Callable[[Any], Any]) -> int:
+    """Runs the trials through hydra's ``@hydra.main`` multirun, each trained by ``run`` (the training
+    entry point, ``arena.train.run``, handed in: the sweep sits below it); hydra's exit status (0: done)."""
     import hydra
 
     from arena.config import config_dir, register_configs
 
     register_configs()
     logging.getLogger("alembic").setLevel(logging.WARNING)  # Optuna imports it, which logs its set-up
-    app = hydra.main(config_path=str(config_dir()), config_name="config", version_base="1.3")(_trial)
+
+    def trial(cfg: Any) -> float:  # hydra's task function
+        return _trial(cfg, run)
+
+    app = hydra.main(config_path=str(config_dir()), config_name="config", version_base="1.3")(trial)
     saved = sys.argv
     sys.argv = [saved[0] if saved else "arena.train", "--multirun", *sweep.argv]
     try:

@@ -430,7 +430,7 @@ def _sweep(overrides: list[str], show_config: bool) -> int:
         return 0
     print(sweep.describe(), flush=True)
     try:
-        status = launch(sweep)
+        status = launch(sweep, run)
     except KeyboardInterrupt as exc:
         print(f"arena.train: sweep interrupted ({exc or 'Ctrl-C'}); its trials so far: {sweep.sweep_dir}",
               file=sys.stderr)

@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from arena.agents.mixture import MixtureAgent
-from arena.agents.players import parse_player, resolve_player
+from arena.agents.players import resolve_player
 from arena.agents.policy import Policy
 from arena.config import opponent_mix
 from arena.league.published import published
 from arena.league.store import LEAGUE_DB, LeagueStore
+from arena.player_specs import parse_player
 from arena.train import main as train
 
 RPSW_LEAGUE = ["env=rpsw", "+league=selfplay", "dashboard=false", "trainer=quick",

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from arena.agents.players import MIRROR
 from arena.agents.policy import Policy, load_policy
 from arena.league import League, Player, Ratings, SnapshotGate, SnapshotIntegrityError, sha256_file
 from arena.league.config import league_config
@@ -20,6 +19,7 @@ from arena.league.player_cache import PlayerCache
 from arena.league.ratings import TwoTeamRatings
 from arena.league.timing import LeagueTimer
 from arena.league.training import LeagueRun
+from arena.player_specs import MIRROR
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.opponents import Opponents
 from arena.trainer.ppo import PPOTrainer

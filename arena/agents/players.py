@@ -1,6 +1,6 @@
 """Players by name, and one acting interface for them.
 
-A player spec (``parse_player``, the one parser of these names) is
+A player spec (``arena.player_specs.parse_player``, the one parser of these names) is
 - ``"mirror"``: the learner itself (in training, where the learner drives both teams);
 - ``"scripted:<name>"``: a scripted bot of the game (``SCRIPTED_BOTS`` lists them);
 - ``"checkpoint:<path>"`` or a path to an existing file: a policy file (trainer checkpoint or league
@@ -26,58 +26,15 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+import arena
 from arena.agents.frozen import PolicyAgent
+from arena.agents.mixture import MixtureAgent
 from arena.agents.policy import Policy, load_policy
 from arena.agents.scripted import SCRIPTED_BOTS, make_scripted
-
-MIRROR = "mirror"
-SCRIPTED_PREFIX = "scripted:"
-CHECKPOINT_PREFIX = "checkpoint:"
-LEAGUE_PREFIX = "league:"
-PlayerKind = Literal["mirror", "scripted", "checkpoint", "league", "id"]
-
-
-@dataclass(frozen=True)
-class PlayerSpec:
-    """A parsed player name: its kind and its bare name (the bot's name without the prefix, the
-    file's path, or the id)."""
-
-    kind: PlayerKind
-    name: str
-
-    @property
-    def id(self) -> str:
-        """The canonical id: ``mirror``, ``scripted:<name>``, the path, or the id itself."""
-        return SCRIPTED_PREFIX + self.name if self.kind == "scripted" else self.name
-
-
-def parse_player(spec: str) -> PlayerSpec:
-    """The kind and name of player spec ``spec`` (see the module docstring); ``ValueError`` for an
-    empty one or a bare ``scripted:``."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"player spec {spec!r} must be a non-empty string")
-    if spec == MIRROR:
-        return PlayerSpec("mirror", spec)
-    if spec.startswith(SCRIPTED_PREFIX):
-        bare = spec.removeprefix(SCRIPTED_PREFIX)
-        if not bare:
-            raise ValueError(f"player spec {spec!r} names no bot: use 'scripted:<name>'")
-        return PlayerSpec("scripted", bare)
-    if spec.startswith(CHECKPOINT_PREFIX):
-        return PlayerSpec("checkpoint", spec.removeprefix(CHECKPOINT_PREFIX))
-    if spec.startswith(LEAGUE_PREFIX):
-        bare = spec.removeprefix(LEAGUE_PREFIX)
-        if not bare:
-            raise ValueError(f"player spec {spec!r} names no run directory: use 'league:<run_dir>'")
-        return PlayerSpec("league", bare)
-    if os.path.isfile(spec):
-        return PlayerSpec("checkpoint", spec)
-    return PlayerSpec("id", spec)
-
-
-def scripted_id(name: str) -> str:
-    """``scripted:<name>`` for a bot's name given with or without the prefix."""
-    return SCRIPTED_PREFIX + name.removeprefix(SCRIPTED_PREFIX)
+from arena.league.player_cache import load_frozen_policy
+from arena.league.players import Player
+from arena.league.published import published
+from arena.player_specs import SCRIPTED_PREFIX, parse_player
 
 
 class Agent(Protocol):
@@ -118,8 +75,6 @@ class GameSpaces:
 def game_spaces(game: str, team_sizes: tuple[int, int] = (1, 1),
                 overrides: Mapping[str, Any] | None = None) -> GameSpaces:
     """The spaces of ``game`` with these team sizes and overrides (read from a one-env instance)."""
-    import arena  # the envs package loads the native core; only needed here
-
     overrides = dict(overrides or {})
     env = arena.make(game, num_envs=1, num_threads=1, team_sizes=tuple(team_sizes), **overrides)
     try:
@@ -152,11 +107,27 @@ class ResolvedPlayer:
                 params=self.spaces.params, seed=seed,
             )
         if self.kind == "mixture":
-            from arena.agents.mixture import MixtureAgent
-
             return MixtureAgent(self.members, self.weights, num_rows, deterministic=deterministic, seed=seed)
         assert self.policy is not None
         return PolicyAgent(self.policy, num_rows, deterministic=deterministic, seed=seed)
+
+
+def _resolve_published(run_dir: str, spaces: GameSpaces, spec: str) -> ResolvedPlayer:
+    """``league:RUN_DIR``: what the league publishes (``arena.league.published``), its snapshot's
+    policy or a mixture played one member per match."""
+    found = published(run_dir)
+    policies = []
+    for m in found.members:
+        player = Player(m.player_id, "snapshot", path=str(m.path), sha256=m.sha256)
+        policy = load_frozen_policy(found.run_dir, player)
+        check_policy_fits(policy, spaces, source=f"{spec} ({m.player_id})")
+        policies.append(policy)
+    if not found.is_mixture:
+        m = found.members[0]
+        return ResolvedPlayer(spec, "policy", str(m.path), spaces, path=str(m.path), sha256=m.sha256,
+                              policy=policies[0])
+    return ResolvedPlayer(spec, "mixture", spec, spaces, members=tuple(policies),
+                          weights=tuple(m.weight for m in found.members))
 
 
 def resolve_player(
@@ -186,11 +157,7 @@ def resolve_player(
             )
         return ResolvedPlayer(spec, "scripted", parsed.id, spaces)
     if parsed.kind == "league":
-        # A back edge to the league, taken at call time like the gauntlet's (docs/architecture.md):
-        # what a league publishes is read from its store.
-        from arena.league.published import resolve_published
-
-        return resolve_published(parsed.name, spaces, spec)
+        return _resolve_published(parsed.name, spaces, spec)
     path = parsed.name
     if not os.path.isfile(path):
         hint = ""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from arena.games import GAMES, spec
 from arena.rewards.base import twins_defined
 
 if TYPE_CHECKING:  # torch is optional (the train extra): the numpy path never imports it
@@ -29,21 +30,15 @@ class _BotNames(Mapping[str, tuple[str, ...]]):
         self._reference_only = reference_only
 
     def __getitem__(self, game: str) -> tuple[str, ...]:
-        from arena.games import GAMES, spec
-
         if game not in GAMES:
             raise KeyError(game)
         found = spec(game)
         return tuple(found.reference_bots if self._reference_only else found.bots)
 
     def __iter__(self) -> Iterator[str]:
-        from arena.games import GAMES
-
         return iter(GAMES)
 
     def __len__(self) -> int:
-        from arena.games import GAMES
-
         return len(GAMES)
 
 
@@ -140,8 +135,6 @@ def make_scripted(
     """Builds scripted player ``name`` (optionally ``"scripted:<name>"``) of ``game``, for matches
     with these team sizes and game parameters (``env.params``; the defaults where left out: they
     fix the observation layout); ``seed`` seeds the players that draw random actions."""
-    from arena.games import GAMES, spec
-
     if game not in GAMES:
         raise ValueError(f"no scripted players for game {game!r}; games: {', '.join(GAMES)}")
     return spec(game).make_bot(name, tuple(team_sizes), dict(params or {}), seed)

@@ -79,36 +79,6 @@ def _mixed(x: Tensor) -> Tensor:
     return x.to(torch.float64) if _MIXED_FLOAT64 else x
 
 
-def assigned_enemy_torch(layout: MidrangeObsLayout, obs: Tensor) -> Tensor:
-    """``MidrangeObsLayout.assigned_enemy`` on tensors: [n] int64 index of the enemy each fighter is
-    left to attack, -1 with none alive. Ranges between fighters are worked out as numpy's float32
-    ``hypot`` does (in float64, rounded once), so the split is the numpy one."""
-    import torch
-
-    enemies = layout.enemies(obs)
-    alive = enemies[:, :, _F["alive"]] > 0.5
-    inf = torch.tensor(math.inf, dtype=obs.dtype, device=obs.device)
-    my_range = torch.where(alive, enemies[:, :, _F["range"]], inf)  # [n, E]
-    mine = alive
-    if layout.max_team > 1:
-        allies = layout.allies(obs)
-
-        def position(block: Tensor) -> tuple[Tensor, Tensor]:
-            r = block[:, :, _F["range"]]
-            return r * block[:, :, _F["bearing_cos"]], r * block[:, :, _F["bearing_sin"]]
-
-        (ex, ey), (ax, ay) = position(enemies), position(allies)
-        dx = (ex[:, None, :] - ax[:, :, None]).to(torch.float64)
-        dy = (ey[:, None, :] - ay[:, :, None]).to(torch.float64)
-        ally_range = torch.sqrt(dx * dx + dy * dy).to(obs.dtype)
-        ally_alive = allies[:, :, _F["alive"]] > 0.5
-        ally_range = torch.where(ally_alive[:, :, None], ally_range, inf)  # [n, A, E]
-        mine = alive & (my_range <= ally_range.min(dim=1).values)
-    claimed = torch.where(mine, my_range, inf)
-    target = torch.where(mine.any(dim=1), claimed.argmin(dim=1), my_range.argmin(dim=1))
-    return torch.where(alive.any(dim=1), target, torch.full_like(target, -1))
-
-
 class MidrangePilot(ScriptedAgent):
     """Base of the midrange pilots: the layout for the given team sizes and missile lists."""
 
@@ -245,7 +215,7 @@ class HeuristicPilot(MidrangePilot):
 
         me = self.layout.self_features(obs)
         enemies = self.layout.enemies(obs)
-        target = assigned_enemy_torch(self.layout, obs)
+        target = self.layout.assigned_enemy_torch(obs)
         rows = torch.arange(len(obs), device=obs.device)
         enemy = enemies[rows, target.clamp(min=0)]
         has_target = target >= 0

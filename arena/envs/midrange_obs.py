@@ -16,9 +16,14 @@ Row layout, all ego-centric (bearings relative to the fighter's velocity, sin po
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # torch is optional (the train extra): the numpy path never imports it
+    from torch import Tensor
 
 SELF = ("alive", "speed", "centre_sin", "centre_cos", "boundary", "missiles", "cooldown", "time_left")
 FIGHTER = ("present", "alive", "range", "bearing_sin", "bearing_cos", "aspect_sin", "aspect_cos",
@@ -109,6 +114,38 @@ class MidrangeObsLayout:
         claimed = np.where(mine, my_range, np.inf)
         target = np.where(mine.any(axis=1), claimed.argmin(axis=1), my_range.argmin(axis=1))
         return np.where(alive.any(axis=1), target, -1)
+
+    def assigned_enemy_torch(self, obs: Tensor) -> Tensor:
+        """``assigned_enemy`` on tensors: [n] int64 index of the enemy each fighter is left to attack,
+        -1 with none alive. Ranges between fighters are worked out as numpy's float32 ``hypot`` does
+        (in float64, rounded once), so the split is the numpy one."""
+        import torch  # torch is optional (the train extra): the numpy path never imports it
+
+        alive_col, range_col = feature("alive", FIGHTER), feature("range", FIGHTER)
+        enemies = self.enemies(obs)
+        alive = enemies[:, :, alive_col] > 0.5
+        inf = torch.tensor(math.inf, dtype=obs.dtype, device=obs.device)
+        my_range = torch.where(alive, enemies[:, :, range_col], inf)  # [n, E]
+        mine = alive
+        if self.max_team > 1:
+            allies = self.allies(obs)
+
+            cos_col, sin_col = feature("bearing_cos", FIGHTER), feature("bearing_sin", FIGHTER)
+
+            def position(block: Tensor) -> tuple[Tensor, Tensor]:
+                r = block[:, :, range_col]
+                return r * block[:, :, cos_col], r * block[:, :, sin_col]
+
+            (ex, ey), (ax, ay) = position(enemies), position(allies)
+            dx = (ex[:, None, :] - ax[:, :, None]).to(torch.float64)
+            dy = (ey[:, None, :] - ay[:, :, None]).to(torch.float64)
+            ally_range = torch.sqrt(dx * dx + dy * dy).to(obs.dtype)
+            ally_alive = allies[:, :, alive_col] > 0.5
+            ally_range = torch.where(ally_alive[:, :, None], ally_range, inf)  # [n, A, E]
+            mine = alive & (my_range <= ally_range.min(dim=1).values)
+        claimed = torch.where(mine, my_range, inf)
+        target = torch.where(mine.any(dim=1), claimed.argmin(dim=1), my_range.argmin(dim=1))
+        return torch.where(alive.any(dim=1), target, torch.full_like(target, -1))
 
     def allies(self, obs: np.ndarray) -> np.ndarray:
         """[n, max_team - 1, 9] view."""

@@ -1,4 +1,5 @@
-"""Game parameters: every default of a game, its allowed range, and validation.
+"""The parameter tables of midrange and rpsw (every default, its allowed range), team sizes, and the
+midrange rules that tie parameters together (``Param`` and the validation of overrides: ``arena.games.spec``).
 
 Every number of the game model (docs/midrange.md, "Constants") is a keyword override of
 ``arena.make``; an unknown name or an out-of-range value raises ``ValueError`` naming it and what
@@ -10,23 +11,10 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from arena import _core
-
-
-@dataclass(frozen=True)
-class Param:
-    """One game parameter: its default, type and closed allowed range (a text parameter: the
-    values in ``choices``)."""
-
-    default: Any
-    kind: type
-    low: float
-    high: float
-    doc: str
-    choices: tuple[str, ...] = ()
+from arena.games.spec import Param, is_integral
 
 
 def _p(default: Any, low: float, high: float, doc: str) -> Param:
@@ -75,50 +63,9 @@ RPSW_PARAMS: dict[str, Param] = {
 MAX_TEAM = int(_core.MIDRANGE_MAX_TEAM)  # the largest team the core builds
 
 
-def validate_overrides(game: str, table: dict[str, Param], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Returns the full parameter dict with overrides applied, or raises ``ValueError``."""
-    values = {name: p.default for name, p in table.items()}
-    for name, value in overrides.items():
-        if name not in table:
-            allowed = ", ".join(sorted(table))
-            raise ValueError(f"unknown parameter {name!r} for game {game!r}; allowed: {allowed}")
-        p = table[name]
-        if p.kind is str:
-            if value not in p.choices:
-                allowed = ", ".join(p.choices)
-                raise ValueError(f"{name}={value!r} is not allowed: use one of {allowed} ({p.doc})")
-            values[name] = value
-            continue
-        is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-        if p.kind is int:
-            if not is_number or not _is_integral(value):
-                raise ValueError(f"{name} must be an integer in [{p.low:g}, {p.high:g}], got {value!r}")
-            value = int(value)
-        else:
-            if not is_number:
-                raise ValueError(f"{name} must be a number in [{p.low:g}, {p.high:g}], got {value!r}")
-            value = _as_float(value)
-        if not (p.low <= value <= p.high):  # also rejects NaN and the infinities
-            raise ValueError(f"{name}={value!r} is out of range: allowed [{p.low:g}, {p.high:g}] ({p.doc})")
-        values[name] = value
-    return values
-
-
-def _as_float(value: numbers.Real) -> float:
-    """``float(value)``, with ints too large for a float as infinities (out of every range)."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
-
-
-def _is_integral(value: numbers.Real) -> bool:
-    return isinstance(value, numbers.Integral) or _as_float(value).is_integer()
-
-
 def validate_team_sizes(team_sizes: Any) -> tuple[int, int]:
     def is_size(x: Any) -> bool:
-        return isinstance(x, numbers.Real) and not isinstance(x, bool) and _is_integral(x)
+        return isinstance(x, numbers.Real) and not isinstance(x, bool) and is_integral(x)
 
     ok = isinstance(team_sizes, Sequence) and not isinstance(team_sizes, str)
     ok = ok and len(team_sizes) == 2 and all(map(is_size, team_sizes))

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from arena.envs.vector import VectorEnv
-from arena.games import spec
+from arena.games import require
 
 TEAM_COLOURS = ("tab:blue", "tab:red")
 
@@ -48,7 +48,7 @@ def record_match(
     frame is the decision before the one that ended the match (at most frame_skip physics steps
     before the end).
     """
-    spec(env.game).require("render", "record_match")
+    require(env.game, "render", "record_match")
     rec = MatchRecording(env.team_sizes, float(env.params["arena_radius_m"]))
     obs = env.observations
     rec.add(env.world_state(), env_index)

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
+from arena.games import spec
+
 if TYPE_CHECKING:
     import torch
 
@@ -291,9 +293,7 @@ class VectorEnv:
         self._check_open()
         if not hasattr(self._core, "set_params"):
             raise NotImplementedError(f"game {self.game!r} does not support set_params")
-        from arena.envs.registry import build_params
-
-        values, params = build_params(self.game, self.team_sizes, {**self.params, **overrides})
+        values, params = spec(self.game).validate({**self.params, **overrides}, self.team_sizes)
         self._core.set_params(params)
         self.params = values
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from arena.envs.midrange_obs import FIGHTER, SELF, MidrangeObsLayout
-from arena.games import spec
+from arena.games import require
 
 _S = {name: i for i, name in enumerate(SELF)}
 _F = {name: i for i, name in enumerate(FIGHTER)}
@@ -86,7 +86,7 @@ class ShotRecorder:
 
     def start(self, env: Any, layout: Any, settings: Any, a: Any, b: Any) -> None:
         names = tuple(env.event_names)
-        spec(env.game).require("shots", "shot geometry")
+        require(env.game, "shots", "shot geometry")
         self._fired, self._hit = names.index("fired"), names.index("hits")
         self._layout = MidrangeObsLayout(tuple(env.team_sizes), int(env.params["tracked_missiles"]))
         self._decision_s = float(env.params["dt"]) * int(env.params["frame_skip"])

@@ -1,6 +1,8 @@
 """The games arena plays: the core's list (``_core.GAMES``, from ``ARENA_GAMES`` in
 ``arena/native/games.h``, one line per game) and one spec per game, ``arena.games.<name>.SPEC``
 (``arena/games/spec.py`` says what a spec holds; ``docs/games.md`` walks through adding a game).
+A game's module is found by its name when its spec is first asked for (``spec``): the registry
+imports no game, so a game may import anything below ``make`` (envs' tables, the agents' bots).
 """
 
 from __future__ import annotations
@@ -25,4 +27,12 @@ def spec(name: str) -> GameSpec:
     return found
 
 
-__all__ = ["GAMES", "GameSpec", "spec"]
+def require(game: str, feature: str, what: str) -> None:
+    """Raises ``ValueError`` naming the games that support ``feature`` (``GameSpec.features``) when
+    game ``game`` does not."""
+    if feature not in spec(game).features:
+        able = [name for name in GAMES if feature in spec(name).features]
+        raise ValueError(f"{what} works for the games {', '.join(able)}, not {game!r}")
+
+
+__all__ = ["GAMES", "GameSpec", "require", "spec"]

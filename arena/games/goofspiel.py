@@ -20,9 +20,8 @@ import numpy as np
 from arena import _core
 from arena.agents.scripted import ScriptedAgent
 from arena.envs.outcomes import EndReason, Outcome
-from arena.envs.params import Param
 from arena.envs.reference.common import END_NONE, END_ROUNDS, env_seed, mix64, rng_uniform
-from arena.games.spec import GameSpec
+from arena.games.spec import GameSpec, Param
 
 MAX_CARDS = int(_core.GOOFSPIEL_MAX_CARDS)
 POINTS_ORDERS = ("descending", "random")  # the core's codes 0 and 1

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from arena import _core
+from arena.agents import scripted_midrange as pilots
 from arena.envs.midrange_obs import (
     FIGHTER,
     LEGAL_FEATURES,
@@ -21,6 +22,7 @@ from arena.envs.midrange_obs import (
 )
 from arena.envs.outcomes import EndReason
 from arena.envs.params import MIDRANGE_PARAMS, check_midrange_consistency
+from arena.envs.reference.midrange import MidrangeReference
 from arena.games.spec import GameSpec
 
 EVENTS = ("fired", "hits", "kills", "was_hit", "died", "left_arena", "missed", "evaded")
@@ -89,8 +91,6 @@ def legal_columns(values: Mapping[str, Any], team_sizes: tuple[int, int]) -> tup
 
 def _pilot(kind: str):  # noqa: ANN202 - a BotFactory
     def build(team_sizes: tuple[int, int], values: Mapping[str, Any], seed: int) -> Any:
-        from arena.agents import scripted_midrange as pilots
-
         tracked = int(values.get("tracked_missiles", MIDRANGE_PARAMS["tracked_missiles"].default))
         if kind == "random":
             return pilots.RandomPilot(team_sizes=team_sizes, tracked_missiles=tracked, seed=seed)
@@ -106,8 +106,6 @@ def _pilot(kind: str):  # noqa: ANN202 - a BotFactory
 
 
 def _reference() -> type:
-    from arena.envs.reference.midrange import MidrangeReference
-
     return MidrangeReference
 
 

@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 
 from arena import _core
+from arena.agents import scripted_rpsw as throwers
 from arena.envs.outcomes import EndReason
 from arena.envs.params import RPSW_PARAMS
+from arena.envs.reference.rpsw import RpswReference
 from arena.games.spec import GameSpec
 
 EVENTS = ("round_won", "round_lost", "round_drawn")
@@ -30,8 +32,6 @@ def obs_bounds(values: Mapping[str, Any], team_sizes: tuple[int, int], obs_dim: 
 
 def _thrower(kind: str):  # noqa: ANN202 - a BotFactory
     def build(team_sizes: tuple[int, int], values: Mapping[str, Any], seed: int) -> Any:
-        from arena.agents import scripted_rpsw as throwers
-
         if kind == "random":
             return throwers.RandomThrower(seed=seed)
         if kind == "biased":
@@ -43,8 +43,6 @@ def _thrower(kind: str):  # noqa: ANN202 - a BotFactory
 
 
 def _reference() -> type:
-    from arena.envs.reference.rpsw import RpswReference
-
     return RpswReference
 
 

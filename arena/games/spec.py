@@ -3,22 +3,80 @@
 Each game module under ``arena/games/`` defines one ``SPEC``; the registry (``arena.games``), both
 adapters, the trainer, the league, evaluation, the hydra schema and the scripted bots read it, and
 nothing outside the game's own files branches on a game's name. The walkthrough of adding a game
-is ``docs/games.md``.
+is ``docs/games.md``. The contract sits below the game registry (``arena.games``), the games and
+everything that reads them: it imports nothing of arena's but the player names (``arena.player_specs``).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arena.envs.params import Param, validate_overrides
+from arena.player_specs import SCRIPTED_PREFIX
 
 if TYPE_CHECKING:
     from arena.agents.scripted import ScriptedAgent
     from arena.envs.outcomes import EndReason
+
+
+@dataclass(frozen=True)
+class Param:
+    """One game parameter: its default, type and closed allowed range (a text parameter: the
+    values in ``choices``)."""
+
+    default: Any
+    kind: type
+    low: float
+    high: float
+    doc: str
+    choices: tuple[str, ...] = ()
+
+
+def validate_overrides(game: str, table: dict[str, Param], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Returns the full parameter dict with overrides applied, or raises ``ValueError``."""
+    values = {name: p.default for name, p in table.items()}
+    for name, value in overrides.items():
+        if name not in table:
+            allowed = ", ".join(sorted(table))
+            raise ValueError(f"unknown parameter {name!r} for game {game!r}; allowed: {allowed}")
+        p = table[name]
+        if p.kind is str:
+            if value not in p.choices:
+                allowed = ", ".join(p.choices)
+                raise ValueError(f"{name}={value!r} is not allowed: use one of {allowed} ({p.doc})")
+            values[name] = value
+            continue
+        is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if p.kind is int:
+            if not is_number or not is_integral(value):
+                raise ValueError(f"{name} must be an integer in [{p.low:g}, {p.high:g}], got {value!r}")
+            value = int(value)
+        else:
+            if not is_number:
+                raise ValueError(f"{name} must be a number in [{p.low:g}, {p.high:g}], got {value!r}")
+            value = as_float(value)
+        if not (p.low <= value <= p.high):  # also rejects NaN and the infinities
+            raise ValueError(f"{name}={value!r} is out of range: allowed [{p.low:g}, {p.high:g}] ({p.doc})")
+        values[name] = value
+    return values
+
+
+def as_float(value: numbers.Real) -> float:
+    """``float(value)``, with ints too large for a float as infinities (out of every range)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def is_integral(value: numbers.Real) -> bool:
+    return isinstance(value, numbers.Integral) or as_float(value).is_integer()
+
 
 # bot factory: (team_sizes, parameter values, seed) -> a scripted player of the game
 BotFactory = Callable[[tuple[int, int], Mapping[str, Any], int], "ScriptedAgent"]
@@ -88,22 +146,12 @@ class GameSpec:
     def make_bot(self, name: str, team_sizes: tuple[int, int], values: Mapping[str, Any], seed: int = 0
                  ) -> ScriptedAgent:
         """Scripted player ``name`` (with or without the ``scripted:`` prefix) of this game."""
-        from arena.agents.players import SCRIPTED_PREFIX
-
         bare = name.removeprefix(SCRIPTED_PREFIX)
         if bare not in self.bots:
             raise ValueError(
                 f"unknown scripted player {name!r} for game {self.name!r}; available: {', '.join(self.bots)}"
             )
         return self.bots[bare](tuple(team_sizes), values, seed)
-
-    def require(self, feature: str, what: str) -> None:
-        """Raises ``ValueError`` naming the games that support ``feature`` when this one does not."""
-        if feature not in self.features:
-            from arena.games import GAMES, spec
-
-            able = [name for name in GAMES if feature in spec(name).features]
-            raise ValueError(f"{what} works for the games {', '.join(able)}, not {self.name!r}")
 
     def mask_of(self, obs: np.ndarray, values: Mapping[str, Any], team_sizes: tuple[int, int]
                 ) -> np.ndarray | None:

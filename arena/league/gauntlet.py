@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.agents.players import SCRIPTED_PREFIX
 from arena.league.store import GauntletRecord
+from arena.player_specs import SCRIPTED_PREFIX
 
 logger = logging.getLogger(__name__)
 

@@ -37,7 +37,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from arena.agents.players import MIRROR, parse_player
 from arena.envs.outcomes import Outcome
 from arena.league.league import League
 from arena.league.payoff import DRAW, LOSS, WIN
@@ -45,6 +44,7 @@ from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
 from arena.league.snapshots import SnapshotGate, write_snapshot
 from arena.league.timing import LeagueTimer
+from arena.player_specs import MIRROR, parse_player
 from arena.trainer.events import MatchesEnded, UpdateFinished, UpdateListener
 from arena.trainer.snapshot_copies import PlayerFile
 

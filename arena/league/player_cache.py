@@ -22,18 +22,10 @@ import torch
 
 from arena.agents.policy import Policy, policy_from_payload
 from arena.league.players import Player, Pool
-from arena.league.snapshots import load_snapshot
+from arena.league.snapshots import load_snapshot, snapshot_file
 from arena.league.timing import LeagueTimer
 
 logger = logging.getLogger(__name__)
-
-
-def snapshot_file(run_dir: str | os.PathLike[str], player: Player) -> Path:
-    """The file of a snapshot player: its stored path, relative to the run directory unless absolute."""
-    if player.path is None:
-        raise ValueError(f"player {player.player_id!r} ({player.kind}) has no snapshot file")
-    path = Path(player.path)
-    return path if path.is_absolute() else Path(run_dir) / path
 
 
 def load_frozen_policy(run_dir: str | os.PathLike[str], player: Player) -> Policy:

@@ -13,9 +13,9 @@ its strength is judged by:
   always sees a whole one.
 
 ``published(run_dir)`` reads it back, read-only, with every member's file and sha256;
-``resolve_published`` turns it into an evaluation player. ``arena.evaluate``, ``arena.export`` (a
-single network), ``arena.bench exploit`` and a trainer's ``opponents.players`` accept
-``league:RUN_DIR`` wherever they accept a player.
+``arena.agents.players.resolve_player`` turns it into an evaluation player. ``arena.evaluate``,
+``arena.export`` (a single network), ``arena.bench exploit`` and a trainer's ``opponents.players``
+accept ``league:RUN_DIR`` wherever they accept a player.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from arena.league.players import Player
+from arena.league.snapshots import snapshot_file, verify_snapshot
 from arena.league.store import LEAGUE_DB, LeagueStore
 
 PUBLISHED_KEY = "published"  # store meta: {"members": [ids], "weights": [w], "step": int}
@@ -111,8 +111,6 @@ def published(run_dir: str | os.PathLike[str]) -> Published:
 
 
 def _member(run_dir: Path, player: Player, weight: float) -> PublishedMember:
-    from arena.league.player_cache import snapshot_file
-
     if player.kind != "snapshot" or player.sha256 is None:
         raise ValueError(f"league:{run_dir}: published player {player.player_id!r} is a {player.kind}, "
                          "not a snapshot with a file")
@@ -124,8 +122,6 @@ def published_checkpoints(run_dir: str | os.PathLike[str]) -> dict[str, float]:
     """``{"checkpoint:<file>": weight}`` of the published members (weights summing to 1), each file
     checked against its sha256: what a trainer's fixed opponent mix draws per match for
     ``league:RUN_DIR``."""
-    from arena.league.snapshots import verify_snapshot
-
     found = published(run_dir)
     total = sum(m.weight for m in found.members)
     out: dict[str, float] = {}
@@ -133,24 +129,3 @@ def published_checkpoints(run_dir: str | os.PathLike[str]) -> dict[str, float]:
         verify_snapshot(m.path, m.sha256)
         out[f"checkpoint:{m.path}"] = out.get(f"checkpoint:{m.path}", 0.0) + m.weight / total
     return out
-
-
-def resolve_published(run_dir: str | os.PathLike[str], spaces: Any, spec: str) -> Any:
-    """``league:RUN_DIR`` as an evaluation player (``arena.agents.players.ResolvedPlayer``): the
-    snapshot's policy, or a mixture played one member per match."""
-    from arena.agents.players import ResolvedPlayer, check_policy_fits
-    from arena.league.player_cache import load_frozen_policy
-
-    found = published(run_dir)
-    policies = []
-    for m in found.members:
-        player = Player(m.player_id, "snapshot", path=str(m.path), sha256=m.sha256)
-        policy = load_frozen_policy(found.run_dir, player)
-        check_policy_fits(policy, spaces, source=f"{spec} ({m.player_id})")
-        policies.append(policy)
-    if not found.is_mixture:
-        m = found.members[0]
-        return ResolvedPlayer(spec, "policy", str(m.path), spaces, path=str(m.path), sha256=m.sha256,
-                              policy=policies[0])
-    return ResolvedPlayer(spec, "mixture", spec, spaces, members=tuple(policies),
-                          weights=tuple(m.weight for m in found.members))

@@ -18,6 +18,7 @@ from typing import Any
 
 from arena.atomic import SnapshotIntegrityError as SnapshotIntegrityError  # the league names it here too
 from arena.atomic import sha256_file, verify_sha256
+from arena.league.players import Player
 
 RESTORE_ADVICE = ("restore that file from a backup: arena writes a snapshot once and never changes it, and "
                   "the league cannot play or rate this player until its file is back (arena changed nothing)")
@@ -158,3 +159,11 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def snapshot_file(run_dir: str | os.PathLike[str], player: Player) -> Path:
+    """The file of a snapshot player: its stored path, relative to the run directory unless absolute."""
+    if player.path is None:
+        raise ValueError(f"player {player.player_id!r} ({player.kind}) has no snapshot file")
+    path = Path(player.path)
+    return path if path.is_absolute() else Path(run_dir) / path

@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from arena.agents.players import scripted_id
 from arena.agents.policy import Policy, policy_from_payload
 from arena.agents.scripted import REFERENCE_BOTS
 from arena.atomic import atomic_path
@@ -64,12 +63,13 @@ from arena.league.learner import (
 )
 from arena.league.matchmaking import UpdateMatchmaker
 from arena.league.meta import META_KEY, MetaGame
-from arena.league.player_cache import PlayerCache, snapshot_file
+from arena.league.player_cache import PlayerCache
 from arena.league.players import Player, snapshot_id
 from arena.league.published import PUBLISHED_KEY, published_mixture
 from arena.league.ratings import TwoTeamRatings
-from arena.league.snapshots import SnapshotGate, load_snapshot, verify_snapshot
+from arena.league.snapshots import SnapshotGate, load_snapshot, snapshot_file, verify_snapshot
 from arena.league.timing import LeagueTimer
+from arena.player_specs import scripted_id
 from arena.trainer.events import UpdateFinished, UpdateListener
 
 logger = logging.getLogger(__name__)

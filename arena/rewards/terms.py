@@ -331,10 +331,8 @@ class Pointing(AdvantageShaping):
         import torch
 
         if self.target == "assigned":
-            from arena.agents.scripted_midrange import assigned_enemy_torch
-
             layout = self.midrange_layout(batch)
-            pick = assigned_enemy_torch(layout, obs)
+            pick = layout.assigned_enemy_torch(obs)
             rows = torch.arange(len(obs), device=obs.device)
             enemy = layout.enemies(obs)[rows, pick.clamp(min=0)]
             valid = (layout.self_features(obs)[:, SELF_ALIVE] > 0.5) & (pick >= 0)

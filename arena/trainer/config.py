@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from arena.agents.players import SCRIPTED_PREFIX
+from arena.player_specs import SCRIPTED_PREFIX
 
 
 def available_cores() -> int:

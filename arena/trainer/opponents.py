@@ -38,8 +38,9 @@ from torch import Tensor
 
 from arena.agents.frozen import FrozenPolicies
 from arena.agents.grouped import ArchitectureKey, architecture_key
-from arena.agents.players import MIRROR, SCRIPTED_PREFIX, Agent, parse_player
+from arena.agents.players import Agent
 from arena.agents.policy import Policy, load_policy
+from arena.player_specs import MIRROR, SCRIPTED_PREFIX, parse_player
 from arena.trainer.events import MatchesEnded, Matchmaker
 
 logger = logging.getLogger(__name__)

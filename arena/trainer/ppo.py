@@ -43,9 +43,9 @@ import torch
 from torch import Tensor
 
 import arena
-from arena.agents.players import MIRROR, parse_player
 from arena.agents.policy import Policy
 from arena.games import spec
+from arena.player_specs import MIRROR, parse_player
 from arena.trainer.advantage import compute_gae
 from arena.trainer.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointError, atomic_save
 from arena.trainer.checkpoint import load_checkpoint as read_checkpoint
