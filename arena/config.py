@@ -16,6 +16,7 @@ from omegaconf import MISSING
 from arena.games import GAMES, spec
 from arena.games.spec import Param
 from arena.league.config import LeagueConfig
+from arena.league.published import published_checkpoints
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.health import HealthConfig
 
@@ -90,8 +91,6 @@ def opponent_mix(players: list[str], weights: list[float]) -> dict[str, float]:
     for player, weight in zip(players, weights, strict=True):
         if isinstance(player, str) and player.startswith("league:"):
             # What a league publishes: its newest judged snapshot, or its mixture drawn per match.
-            from arena.league.published import published_checkpoints
-
             members = published_checkpoints(player.removeprefix("league:"))
             for member, share in members.items():
                 mix[member] = mix.get(member, 0.0) + float(weight) * share

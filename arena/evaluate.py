@@ -22,8 +22,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import arena
+from arena.agents.players import game_spaces, resolve_player
 from arena.envs.registry import GAMES
+from arena.evaluation import log_results
+from arena.evaluation.league_players import league_players
+from arena.evaluation.record import record_result
+from arena.evaluation.report import format_match, format_round_robin
+from arena.evaluation.round_robin import play_round_robin
+from arena.evaluation.runner import MatchSettings, SprtSettings, play_match
+from arena.evaluation.shots import ShotRecorder
 from arena.games import require as require_feature
+from arena.replay.file import REPLAY_GAMES, replay_file_name, save_replay
+from arena.replay.record import ReplayRecorder
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,8 +125,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check_cuda(game: str) -> None:
     """Refuses --device cuda up front, with the core's or torch's reason, where it cannot run."""
-    import arena
-
     try:
         arena.make(game, num_envs=1, device="cuda").close()
     except RuntimeError as exc:
@@ -127,8 +136,6 @@ def _check_cuda(game: str) -> None:
 
 
 def _settings(args: argparse.Namespace, games: int) -> Any:
-    from arena.evaluation.runner import MatchSettings, SprtSettings
-
     sprt = None if args.sprt is None else SprtSettings(args.sprt[0], args.sprt[1], args.alpha, args.beta)
     return MatchSettings(
         game=args.game, team_sizes=(args.team_sizes[0], args.team_sizes[1]), games=games,
@@ -138,11 +145,6 @@ def _settings(args: argparse.Namespace, games: int) -> Any:
 
 
 def _head_to_head(args: argparse.Namespace) -> int:
-    from arena.agents.players import game_spaces, resolve_player
-    from arena.evaluation.record import record_result
-    from arena.evaluation.report import format_match
-    from arena.evaluation.runner import play_match
-
     settings = _settings(args, args.games)
     recorder = _replay_recorder(args, settings.game)
     shots = _shot_recorder(args, settings.game)
@@ -183,7 +185,6 @@ def _shot_recorder(args: argparse.Namespace, game: str) -> Any:
     if not args.shots:
         return None
     require_feature(game, "shots", "--shots (missile launch geometry)")
-    from arena.evaluation.shots import ShotRecorder
 
     return ShotRecorder()
 
@@ -194,8 +195,6 @@ def _replay_recorder(args: argparse.Namespace, game: str) -> Any:
         if args.replay_games is not None or args.replay_which != "first":
             raise ValueError("--replay-games and --replay-which need --replays DIR")
         return None
-    from arena.replay.file import REPLAY_GAMES
-    from arena.replay.record import ReplayRecorder
 
     if game not in REPLAY_GAMES:
         raise ValueError(f"--replays records {', '.join(REPLAY_GAMES)} games, not {game}")
@@ -209,17 +208,11 @@ def _replay_recorder(args: argparse.Namespace, game: str) -> Any:
 
 
 def _save_replays(recorder: Any, result: Any, directory: str) -> list[Any]:
-    from arena.replay.file import replay_file_name, save_replay
-
     chosen = recorder.replays(result.matches)
     return [save_replay(r, os.path.join(directory, replay_file_name(r))) for r in chosen]
 
 
 def _round_robin(args: argparse.Namespace) -> int:
-    from arena.evaluation.league_players import league_players
-    from arena.evaluation.report import format_round_robin
-    from arena.evaluation.round_robin import play_round_robin
-
     if args.sprt is not None or args.record is not None:
         raise ValueError("--sprt and --record apply to head-to-head matches, not to --league")
     if args.replays is not None:
@@ -250,7 +243,6 @@ def _log_result(args: argparse.Namespace, name: str, how: str, result: Any) -> N
     """Sends the result to ``--logger`` (nothing with ``none``) with ``log_match`` or ``log_round_robin``."""
     if args.logger == "none":
         return
-    from arena.evaluation import log_results
 
     config = {k: v for k, v in vars(args).items() if k not in ("logger", "wandb_project", "log_dir")}
     with log_results.open_logger(args.logger, args.log_dir, project=args.wandb_project, name=name,

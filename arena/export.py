@@ -45,7 +45,8 @@ from torch import Tensor, nn
 
 from arena.agents.policy import Policy, policy_from_payload, read_torch_file
 from arena.atomic import atomic_path
-from arena.league.snapshots import sha256_file
+from arena.league.published import published
+from arena.league.snapshots import sha256_file, verify_snapshot
 from arena.trainer.checkpoint import CHECKPOINT_FORMAT
 
 logger = logging.getLogger(__name__)
@@ -125,9 +126,6 @@ def read_source(path: str | os.PathLike[str]) -> SourcePolicy:
 def published_file(run_dir: Path) -> Path:
     """The snapshot file a league publishes (``league:RUN_DIR``), checked against its sha256;
     ``ValueError`` for a mixture, which is not one network."""
-    from arena.league.published import published
-    from arena.league.snapshots import verify_snapshot
-
     found = published(run_dir)
     if found.is_mixture:
         raise ValueError(f"league:{run_dir} publishes {found.describe()}; an export is one network: export "

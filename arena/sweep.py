@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.config import compose_run_config, config_dir, normalise_overrides, register_configs
+
 logger = logging.getLogger("arena.sweep")
 
 RESULTS_FILE = "optimization_results.yaml"  # written into the sweep's folder by the Optuna sweeper
@@ -106,8 +108,6 @@ def _quoted(value: str) -> str:
 
 
 def _compose(lines: list[str], where: str | None = None) -> Any:
-    from arena.config import compose_run_config
-
     try:
         return compose_run_config(lines, with_hydra=True)
     except ValueError as exc:
@@ -120,8 +120,6 @@ def _compose(lines: list[str], where: str | None = None) -> Any:
 def plan(overrides: list[str]) -> SweepPlan:
     """Checks the sweep that ``-m`` with ``overrides`` would run; a clear ``ValueError`` otherwise."""
     from omegaconf import OmegaConf
-
-    from arena.config import normalise_overrides
 
     parsed = _parse(normalise_overrides(list(overrides)), "command line")
     for item in parsed:
@@ -178,8 +176,6 @@ def launch(sweep: SweepPlan, run: Callable[[Any], Any]) -> int:
     """Runs the trials through hydra's ``@hydra.main`` multirun, each trained by ``run`` (the training
     entry point, ``arena.train.run``, handed in: the sweep sits below it); hydra's exit status (0: done)."""
     import hydra
-
-    from arena.config import config_dir, register_configs
 
     register_configs()
     logging.getLogger("alembic").setLevel(logging.WARNING)  # Optuna imports it, which logs its set-up

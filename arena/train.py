@@ -49,6 +49,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from arena.config import compose_run_config, opponent_mix
+from arena.league.config import league_config
+from arena.league.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
+from arena.league.store import LEAGUE_DB
+from arena.league.training import LeagueRun
+from arena.rewards import build_reward
+from arena.sweep import RESULTS_FILE, launch, plan, results
+from arena.trainer.checkpoint import checkpoints_written
+from arena.trainer.config import PolicyConfig, TrainerConfig
+from arena.trainer.dashboard import Dashboard
+from arena.trainer.distributed import Collective, launched_by_torchrun
+from arena.trainer.health import HealthMonitor, health_metrics
+from arena.trainer.loggers import NoneLogger, make_logger
+from arena.trainer.opponents import FixedMix
+from arena.trainer.placement import placement
+from arena.trainer.ppo import RESUME_OVERRIDES, PPOTrainer
+from arena.trainer.run_lock import RunDirInUseError, RunLock
+from arena.trainer.stages import StageSchedule, parse_stages
+
 logger = logging.getLogger("arena.train")
 
 ENV_META_KEYS = ("name", "team_sizes", "device")
@@ -84,8 +103,6 @@ def resolve_resume(resume: str | None, run_dir: Path, explicit_run_dir: bool,
     if explicit_run_dir:
         path = run_dir / "checkpoints" / "trainer.pt"
         if not path.is_file():
-            from arena.league.store import LEAGUE_DB
-
             if league and (run_dir / LEAGUE_DB).is_file():
                 logger.warning("trainer.resume=latest: %s holds a league but no checkpoint yet (the run "
                                "stopped before its first one): the learner starts afresh and the league "
@@ -101,12 +118,6 @@ def resolve_resume(resume: str | None, run_dir: Path, explicit_run_dir: bool,
 
 def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
     """The pieces a run is made of, from the resolved config (no training happens here)."""
-    from arena.config import opponent_mix
-    from arena.trainer.config import PolicyConfig, TrainerConfig
-    from arena.trainer.opponents import FixedMix
-    from arena.trainer.placement import placement
-    from arena.trainer.stages import StageSchedule, parse_stages
-
     trainer_values = {k: v for k, v in _plain(cfg.trainer).items() if k != "resume"}
     checkpoint_dir = Path(trainer_values["checkpoint_dir"])
     if not checkpoint_dir.is_absolute():
@@ -138,8 +149,6 @@ def build_trainer(
     """A new trainer as configured, or one restored from ``resume_path``; and its components.
     ``matchmaker`` replaces the configured opponent mix (a league's matchmaker); ``collective``: this
     process is a rank of a data-parallel run (``arena.trainer.distributed``)."""
-    from arena.trainer.ppo import RESUME_OVERRIDES, PPOTrainer
-
     parts = build_components(cfg, run_dir)
     if matchmaker is not None:
         parts["matchmaker"] = matchmaker
@@ -169,8 +178,6 @@ def build_trainer(
 
 
 def build_reward_fn(cfg: Any) -> Any:
-    from arena.rewards import build_reward
-
     trainer = cfg.trainer
     return build_reward(_plain(cfg.reward.terms),
                         discount=(float(trainer.gamma), bool(trainer.bootstrap_truncation)))
@@ -181,9 +188,6 @@ def open_league(cfg: Any, run_dir: Path, resuming: bool = False, learner_checkpo
     ``learner_checkpoints``: see ``LeagueRun``."""
     if cfg.league is None:
         return None
-    from arena.league.config import league_config
-    from arena.league.store import LEAGUE_DB
-    from arena.league.training import LeagueRun
 
     if not resuming and (run_dir / LEAGUE_DB).is_file():
         logger.warning("%s already holds a league: a new learner joins it (trainer.resume=latest continues "
@@ -200,8 +204,6 @@ def run(cfg: Any, collective: Any = None) -> Path:
     """Trains as configured (holding the run directory's lock); returns the run directory. With
     ``collective`` this process is one rank of a data-parallel run: rank 0 chooses the run directory
     and the checkpoint to resume, and holds the lock."""
-    from arena.trainer.run_lock import RunLock
-
     main = collective is None or collective.is_main
     found: tuple[str, str | None] | BaseException | None = None
     if main:
@@ -230,17 +232,8 @@ def run(cfg: Any, collective: Any = None) -> Path:
 def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = None) -> Path:
     from omegaconf import OmegaConf
 
-    from arena.trainer.checkpoint import checkpoints_written
-    from arena.trainer.dashboard import Dashboard
-    from arena.trainer.health import HealthMonitor, health_metrics
-    from arena.trainer.loggers import NoneLogger, make_logger
-    from arena.trainer.opponents import FixedMix
-
     ranks = None  # league.exploiter_ranks: exploiters train on the last ranks (arena.league.exploiter_ranks)
     if collective is not None and cfg.league is not None and bool(cfg.league.get("exploiter_ranks", False)):
-        from arena.league.config import league_config
-        from arena.league.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
-
         layout, main_collective = split_ranks(league_config(cfg.league, str(cfg.env.name)), collective,
                                               str(cfg.trainer.device))
         if main_collective is None:
@@ -369,10 +362,6 @@ MULTIRUN_FLAGS = ("-m", "--multirun")
 def main(argv: list[str] | None = None) -> int:
     """The command line (``argv``: its arguments); the exit status: 0 done, 2 bad input (named on
     stderr). With ``-m`` it runs a sweep (see ``arena.sweep``)."""
-    from arena.config import compose_run_config
-    from arena.trainer.distributed import Collective, launched_by_torchrun
-    from arena.trainer.run_lock import RunDirInUseError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
@@ -414,8 +403,6 @@ def main(argv: list[str] | None = None) -> int:
 def _sweep(overrides: list[str], show_config: bool) -> int:
     """``-m``: checks the sweep, then runs its trials through hydra (``arena.sweep``)."""
     from omegaconf import OmegaConf
-
-    from arena.sweep import RESULTS_FILE, launch, plan, results
 
     try:
         sweep = plan(overrides)

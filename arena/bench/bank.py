@@ -21,6 +21,7 @@ import torch
 
 from arena.agents import grouped
 from arena.agents.policy import Policy
+from arena.bench.record import write_record
 from arena.envs.registry import make
 
 
@@ -96,8 +97,6 @@ def main(argv: list[str]) -> int:
                        "one_pass_ms": single, "padded_rows": int(len(counts) * counts.max()),
                        "planned_ms": multi, "passes": [list(x) for x in passes], "speedup": single / multi}
     if args.json:
-        from arena.bench.record import write_record
-
         figures = {"players": args.players, "rows": args.rows, "turns": args.turns, "reps": args.reps,
                    "torch_threads": torch.get_num_threads(), "cases": cases}
         print(f"wrote {write_record(args.json, 'bank', list(argv), figures)}")

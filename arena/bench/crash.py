@@ -33,7 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from arena.bench.record import write_record
-from arena.league.store import LEAGUE_DB, META_RATINGS
+from arena.league.ratings import TwoTeamRatings
+from arena.league.snapshots import sha256_file
+from arena.league.store import LEAGUE_DB, META_RATINGS, LeagueStore
+from arena.trainer.checkpoint import checkpoints_written, load_checkpoint
 
 RUN = ["env=rpsw", "trainer=quick", "+league=selfplay", "dashboard=false", "logger=none",
        "trainer.num_envs=32", "trainer.num_threads=1", "trainer.torch_threads=1",
@@ -73,8 +76,6 @@ def match_ids(db: Path) -> set[int]:
 def pending_rollback(run_dir: Path) -> set[int]:
     """The matches a resume of ``run_dir`` must drop: the learner's, tagged with its checkpoint count
     on disk or more (every one of them when there is no checkpoint)."""
-    from arena.trainer.checkpoint import checkpoints_written
-
     db, checkpoint = run_dir / LEAGUE_DB, run_dir / "checkpoints" / "trainer.pt"
     if not db.is_file():
         return set()
@@ -87,10 +88,6 @@ def pending_rollback(run_dir: Path) -> set[int]:
 
 def check_league(run_dir: Path) -> list[str]:
     """The static half of the invariant: integrity, snapshot files, ratings equal to a replay."""
-    from arena.league.ratings import TwoTeamRatings
-    from arena.league.snapshots import sha256_file
-    from arena.league.store import LeagueStore
-
     db = run_dir / LEAGUE_DB
     problems = []
     with _connect(db) as conn:
@@ -192,7 +189,6 @@ def kill_and_resume(run_dir: Path, kills: int, *, seed: int = 0, max_delay_s: fl
         reports.append(report)
         if callable(on_kill):
             on_kill(report)
-    from arena.trainer.checkpoint import load_checkpoint
 
     before, doomed = match_ids(db), pending_rollback(run_dir)
     last = KillReport(kills, 0.0, len(before), reports[-1].snapshots if reports else 0, len(doomed & before))

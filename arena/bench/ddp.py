@@ -29,6 +29,12 @@ from typing import Any
 
 import torch
 
+from arena.bench.record import write_record
+from arena.trainer.config import PolicyConfig, TrainerConfig
+from arena.trainer.distributed import Collective
+from arena.trainer.opponents import FixedMix
+from arena.trainer.ppo import PPOTrainer
+
 WARMUP_UPDATES = 1
 
 
@@ -48,11 +54,6 @@ def train_rank(rank: int, world: int, port: int, spec: dict[str, Any], out_dir: 
     and go on; ``spec["restore_at"]``: after that many updates rank 0 restores the initial weights
     (``restore_policy``, as the league's guard does) and the run goes on."""
     import torch.distributed as dist
-
-    from arena.trainer.config import PolicyConfig, TrainerConfig
-    from arena.trainer.distributed import Collective
-    from arena.trainer.opponents import FixedMix
-    from arena.trainer.ppo import PPOTrainer
 
     os.environ["LOCAL_WORLD_SIZE"] = str(world)  # each rank's share of the cores (TrainerConfig)
     collective = None
@@ -159,8 +160,6 @@ def main(argv: list[str]) -> int:
     print(f"largest parameter difference after 1 update: {max_difference(*first):.3g}, "
           f"after {args.updates}: {max_difference(one, two):.3g}")
     if args.json:
-        from arena.bench.record import write_record
-
         figures = {"game": args.game, "envs": args.envs, "updates": args.updates, "seed": args.seed,
                    "one_rank_sps": one_figures["sps"], "two_ranks_sps": two_figures["sps"],
                    "ratio": two_figures["sps"] / one_figures["sps"],

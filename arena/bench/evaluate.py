@@ -14,6 +14,7 @@ does when its policies average few rows); prints the rates and the grouped way's
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 
@@ -21,6 +22,8 @@ import torch
 
 from arena.agents.players import ResolvedPlayer, game_spaces, resolve_player
 from arena.agents.policy import Policy
+from arena.bench.record import write_record
+from arena.evaluation.matchups import play_matchups
 from arena.evaluation.runner import MatchResult, MatchSettings, play_match
 
 GAME = "midrange"
@@ -99,18 +102,12 @@ def pairing_figures(r: MatchResult, wall_s: float) -> dict[str, float | int]:
 def write_json(args: argparse.Namespace, figures: dict) -> None:
     """The run's JSON record at ``--json`` (nothing without it)."""
     if args.json:
-        from arena.bench.record import write_record
-
         figures = {"threads": args.threads, "torch_threads": args.torch_threads, "hidden": args.hidden,
                    "seed": args.seed, **figures}
         print(f"wrote {write_record(args.json, 'evaluate', args.argv, figures)}")
 
 
 def round_robin(args: argparse.Namespace) -> int:
-    import itertools
-
-    from arena.evaluation.matchups import play_matchups
-
     if args.round_robin < 2:
         raise SystemExit(f"--round-robin {args.round_robin}: a round robin needs at least 2 players")
     players = {f"policy-{k}": policy_player(f"policy-{k}", k, args.hidden)

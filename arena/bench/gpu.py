@@ -39,8 +39,12 @@ from typing import Any
 import numpy as np
 
 import arena
+from arena.bench.learn_scratch import train_for
 from arena.bench.record import write_record
 from arena.bench.sim import device_rate, random_tape
+from arena.config import compose_run_config
+from arena.league.store import LEAGUE_DB, LeagueStore
+from arena.train import build_trainer
 
 logger = logging.getLogger("arena.bench.gpu")
 
@@ -134,9 +138,6 @@ def physics(sizes: Sizes) -> list[dict[str, Any]]:
 def training_sps(sizes: Sizes, preset: str, env_device: str, run_dir: Path) -> dict[str, Any]:
     """Median SPS of ``sizes.train_updates`` updates (after one warm-up) of ``arena.train``'s
     trainer for ``trainer=preset`` with the matches on ``env_device``."""
-    from arena.config import compose_run_config
-    from arena.train import build_trainer
-
     overrides = [f"trainer={preset}", f"trainer.device={sizes.device}", f"env.device={env_device}",
                  "trainer.checkpoint_minutes=0", *sizes.train_overrides]
     cfg = compose_run_config(overrides)
@@ -165,9 +166,6 @@ def training_sps(sizes: Sizes, preset: str, env_device: str, run_dir: Path) -> d
 def league(sizes: Sizes, minutes: float, run_dir: Path) -> dict[str, Any]:
     """``+league=selfplay trainer=gpu`` from scratch for ``minutes`` (then Ctrl-C, as a user would),
     and the gauntlet scores its snapshots got against the heuristic pilot."""
-    from arena.bench.learn_scratch import train_for
-    from arena.league.store import LEAGUE_DB, LeagueStore
-
     command = [sys.executable, "-m", "arena.train", "+league=selfplay", "trainer=gpu",
                f"trainer.device={sizes.device}", f"run_dir={run_dir}", "dashboard=false",
                *sizes.league_overrides]
@@ -192,7 +190,7 @@ def league(sizes: Sizes, minutes: float, run_dir: Path) -> dict[str, Any]:
 
 def memory(sizes: Sizes) -> dict[str, Any]:
     if sizes.device != "cuda":
-        import resource
+        import resource  # POSIX only
 
         return {"device": "cpu", "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     import torch

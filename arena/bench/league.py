@@ -24,7 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from arena.config import compose_run_config
 from arena.league.timing import LEAGUE_PARTS
+from arena.train import build_reward_fn, build_trainer, open_league
+from arena.trainer.loggers import make_logger
 
 GOAL = 0.03
 GAUNTLET_GOAL = 0.05
@@ -32,10 +35,6 @@ DEFAULTS = ["+league=selfplay", "dashboard=false", "logger=none", "trainer.total
 
 
 def main(argv: list[str] | None = None) -> int:
-    from arena.config import compose_run_config
-    from arena.train import build_reward_fn, build_trainer, open_league
-    from arena.trainer.loggers import make_logger
-
     parser = argparse.ArgumentParser(prog="python -m arena.bench league", description=__doc__)
     parser.add_argument("--seconds", type=float, default=90.0, help="training wall-clock budget")
     parser.add_argument("--game", default="midrange", help="env config (midrange, midrange_2v2, rpsw, ...)")

@@ -25,7 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from arena.agents.policy import Policy
+from arena.bench.record import write_record
+from arena.config import compose_run_config
+from arena.league.learner import freeze_policy
 from arena.league.timing import LEAGUE_PARTS
+from arena.train import build_reward_fn, build_trainer, open_league
 from arena.trainer.stats import TIME_PARTS
 
 TRAINER_PARTS = (*TIME_PARTS, "other")
@@ -49,9 +54,6 @@ def fill_pool(league_run: Any, spec: dict[str, Any], size: int, seed: int) -> in
     """Adds seeded fresh policies of ``spec`` as snapshots of the learner until it has ``size``;
     returns how many were added."""
     import torch
-
-    from arena.agents.policy import Policy
-    from arena.league.learner import freeze_policy
 
     have = len(league_run.league.pool.snapshots(parent=league_run.learner_id))
     for index in range(have, size):
@@ -115,9 +117,6 @@ class Timed:
 
 
 def main(args: argparse.Namespace) -> int:
-    from arena.config import compose_run_config
-    from arena.train import build_reward_fn, build_trainer, open_league
-
     common = [f"trainer.num_envs={args.num_envs}", f"trainer.seed={args.seed}", "dashboard=false",
               "logger=none", "trainer.total_timesteps=1000000000000",
               *[o for o in args.override if not o.startswith("league.")]]
@@ -173,8 +172,6 @@ def main(args: argparse.Namespace) -> int:
                   f"{learner_share:.0%} of the league's")
             print(f"league / mirror SPS (learner samples): {ratio:.2f}x (goal >= {GOAL}x: {verdict})")
             if getattr(args, "json", None):
-                from arena.bench.record import write_record
-
                 figures = {
                     "league": args.league, "pool": pool, "num_envs": args.num_envs, "rounds": args.rounds,
                     "turn": args.turn, "overrides": list(args.override),

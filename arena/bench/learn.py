@@ -28,7 +28,11 @@ from pathlib import Path
 
 import torch
 
+from arena.agents.players import resolve_player
 from arena.bench import learn_scratch
+from arena.config import compose_run_config
+from arena.evaluation.runner import MatchSettings, play_match
+from arena.train import build_trainer
 
 DEFAULTS = [
     "opponents.players=[scripted:heuristic]",
@@ -42,9 +46,6 @@ DEFAULTS = [
 
 
 def _win_rate(policy: torch.nn.Module, path: Path, games: int, seed: int) -> tuple[float, float, float, str]:
-    from arena.agents.players import resolve_player
-    from arena.evaluation.runner import MatchSettings, play_match
-
     torch.save({"policy_spec": policy.spec, "policy": policy.state_dict()}, path)
     learner = resolve_player(str(path), "midrange")
     heuristic = resolve_player("scripted:heuristic", "midrange")
@@ -55,9 +56,6 @@ def _win_rate(policy: torch.nn.Module, path: Path, games: int, seed: int) -> tup
 
 
 def main(argv: list[str] | None = None) -> int:
-    from arena.config import compose_run_config
-    from arena.train import build_trainer
-
     parser = argparse.ArgumentParser(prog="python -m arena.bench learn", description=__doc__)
     parser.add_argument("--minutes", type=float, default=15.0, help="training wall-clock budget")
     parser.add_argument("--eval-every", type=float, default=90.0, help="training seconds between evaluations")

@@ -25,10 +25,16 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena.agents.players import resolve_player
 from arena.bench.record import write_record
+from arena.evaluation.runner import MatchSettings, play_match
+from arena.evaluation.shots import ShotRecorder
 from arena.games import spec as game_spec
 from arena.league.guard import GuardCounts
+from arena.league.player_cache import snapshot_file
 from arena.league.store import LEAGUE_DB, GauntletRecord, LeagueStore
+from arena.league.view import plot_gauntlet
+from arena.train import ENV_META_KEYS
 
 POLL_S = 10.0
 REACH, FLOOR, GAP = 0.80, 0.75, 0.05  # issue 11's "no collapse" bar
@@ -155,8 +161,6 @@ def _print_new(records: list[GauntletRecord], seen: set[tuple[str, str]], start:
 
 
 def main(args: argparse.Namespace) -> int:
-    from arena.league.view import plot_gauntlet
-
     run_dir = Path(args.run_dir or f"runs/scratch-seed{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
     if (run_dir / LEAGUE_DB).exists():
         raise SystemExit(f"--run-dir {run_dir} already holds a league; give a new directory")
@@ -199,11 +203,6 @@ def main(args: argparse.Namespace) -> int:
           f"weights published instead), {guard.restores} restore(s) of the learner from its best snapshot")
     final: dict = {}
     if args.final_games:
-        from arena.agents.players import resolve_player
-        from arena.evaluation.runner import MatchSettings, play_match
-        from arena.evaluation.shots import ShotRecorder
-        from arena.league.player_cache import snapshot_file
-
         with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
             newest = [p for p in store.players() if p.kind == "snapshot" and p.parent == "learner"][-1]
         path = snapshot_file(run_dir, newest)
@@ -252,8 +251,6 @@ def scratch_figures(records: list[GauntletRecord], start: float, args: argparse.
 def _run_game(run_dir: Path) -> tuple[str, tuple[int, int], dict]:
     """The game, team sizes and parameter overrides a run trained on (from its config.yaml)."""
     from omegaconf import OmegaConf
-
-    from arena.train import ENV_META_KEYS
 
     env = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml").env, resolve=True)
     assert isinstance(env, dict)

@@ -40,6 +40,9 @@ import numpy as np
 
 import arena
 from arena import _core
+from arena.agents.scripted import make_scripted
+from arena.envs.reference.midrange import MidrangeReference
+from arena.envs.registry import MAX_ENVS, build_params
 
 SEED = 1
 WARMUP = 40  # decisions before the first timed turn
@@ -63,8 +66,6 @@ def random_tape(rows: int, length: int, fire_prob: float) -> list[np.ndarray]:
 def pilot_tape(team_sizes: tuple[int, int], num_envs: int, length: int) -> list[np.ndarray]:
     """The actions of ``length`` decisions of the heuristic pilots on both sides of ``num_envs``
     matches seeded with SEED (the matches every core and reference run replays)."""
-    from arena.agents.scripted import make_scripted
-
     env = arena.make("midrange", num_envs=num_envs, seed=SEED, team_sizes=team_sizes)
     pilot = make_scripted("heuristic", "midrange", team_sizes=team_sizes)
     obs, _ = env.reset(SEED)
@@ -108,8 +109,6 @@ def reference_rate(team_sizes: tuple[int, int], num_envs: int, decisions: int, t
     of the tape. The two simulate the same matches bit for bit (a match that ends meanwhile
     restarts from another spawn: the world state holds no generator); the reference would take
     minutes to get there on its own, and its speed depends on the missiles in flight."""
-    from arena.envs.reference.midrange import MidrangeReference
-
     ref = MidrangeReference({"team_size": team_sizes}, num_envs=num_envs)
     ref.reset(SEED)
     rows = num_envs * sum(team_sizes)
@@ -263,13 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.reference_envs > args.envs:
         parser.error(f"--reference-envs {args.reference_envs} must not exceed --envs {args.envs}")
     if args.device == "cuda":
-        from arena.envs.registry import MAX_ENVS
-
         if args.cuda_decisions < 1 or any(not 1 <= n <= MAX_ENVS for n in args.cuda_envs):
             parser.error(f"--cuda-decisions must be at least 1 and --cuda-envs in [1, {MAX_ENVS}]")
         return cuda_main(args)
-
-    from arena.envs.registry import build_params
 
     lanes = _core.MidrangeBatch(build_params("midrange", (1, 1), {})[1], 8, 1, "cpu").lanes
     print(f"{args.envs} envs per batch; the core steps {lanes} envs per SIMD call")

@@ -19,7 +19,11 @@ import argparse
 import statistics
 import time
 
+from arena.agents.policy import Policy
+from arena.agents.scripted_midrange import ACTION_NVEC
 from arena.bench import league_pool
+from arena.bench.record import write_record
+from arena.envs.midrange_obs import MidrangeObsLayout
 from arena.trainer.config import PolicyConfig, TrainerConfig, available_cores
 from arena.trainer.opponents import FixedMix
 from arena.trainer.ppo import PPOTrainer
@@ -95,10 +99,6 @@ def bare_torch_rate(args: argparse.Namespace, repeats: int = 5) -> float:
     segments (no env, no PPO bookkeeping): the machine's speed for this work today."""
     import torch
 
-    from arena.agents.policy import Policy
-    from arena.agents.scripted_midrange import ACTION_NVEC
-    from arena.envs.midrange_obs import MidrangeObsLayout
-
     torch.set_num_threads(args.torch_threads or available_cores())
     torch.manual_seed(args.seed)
     policy = Policy(MidrangeObsLayout().obs_dim, ACTION_NVEC)
@@ -161,8 +161,6 @@ def main(argv: list[str]) -> int:
         f"({scaled:,.0f} SPS; an estimate) (goal 1.5x)"
     )
     if args.json:
-        from arena.bench.record import write_record
-
         figures = {"num_envs": args.num_envs, "modes": measured, "bare_torch_samples_per_s": bare,
                    "pufferlib_anchor_ratio": r_first["SPS"] / PUFFERLIB_SPS_ANCHOR,
                    "scaled_anchor_ratio": r_first["SPS"] / scaled}

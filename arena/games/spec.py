@@ -106,7 +106,7 @@ class GameSpec:
       fire (the only action it ever masks).
     - ``noop``: the action given to rows nobody decides for.
     - ``team_sizes``: the team sizes the game allows, checked by ``check_team_sizes``.
-    - ``reference``: returns the NumPy reference implementation (a class), imported on demand.
+    - ``reference``: returns the NumPy reference implementation (a class).
     - ``presets``: the ``configs/env/*.yaml`` files of the game.
     - ``features``: the optional tools the game supports: ``"shots"`` (missile launch geometry,
       ``evaluate --shots``), ``"render"`` (match drawings), ``"replay"`` (replay files re-simulated

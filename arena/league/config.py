@@ -12,8 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from arena.agents.scripted import SCRIPTED_BOTS
 from arena.league.matchmaking import SOURCES, WEIGHTINGS
 from arena.league.players import PLAYER_KINDS
+from arena.league.published import PUBLISH_MODES
+from arena.player_specs import SCRIPTED_PREFIX
+from arena.replay.file import REPLAY_GAMES
 
 EXPLOITER_INITS = ("fresh", "learner")  # what a new exploiter generation's weights start from
 
@@ -206,21 +210,15 @@ class LeagueConfig:
             raise ValueError(f"league.gauntlet.guard_patience={g.guard_patience!r} must be an integer >= 1 "
                              "(rejections in a row before the learner is restored)")
         if g.replays and game is not None:
-            from arena.replay.file import REPLAY_GAMES
-
             if game not in REPLAY_GAMES:
                 raise ValueError(f"league.gauntlet.replays={g.replays}: replays record {list(REPLAY_GAMES)} "
                                  f"games, not {game!r}; set it to 0")
         if game is not None and self.scripted is not None:
-            from arena.agents.players import SCRIPTED_PREFIX
-            from arena.agents.scripted import SCRIPTED_BOTS
-
             bots = SCRIPTED_BOTS.get(game, ())
             unknown = [b for b in self.scripted if b.removeprefix(SCRIPTED_PREFIX) not in bots]
             if unknown:
                 raise ValueError(f"league.scripted names bots {unknown} that {game!r} does not have; "
                                  f"available: {list(SCRIPTED_BOTS.get(game, ()))}")
-        from arena.league.published import PUBLISH_MODES
 
         if self.publish not in PUBLISH_MODES:
             raise ValueError(f"league.publish={self.publish!r} must be one of {list(PUBLISH_MODES)}")

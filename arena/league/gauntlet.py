@@ -20,8 +20,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from arena.agents.players import game_spaces, resolve_player
+from arena.evaluation.runner import MatchSettings, play_match
+from arena.league.learner import snapshot_file_name
 from arena.league.store import GauntletRecord
 from arena.player_specs import SCRIPTED_PREFIX
+from arena.replay.file import REPLAY_GAMES, save_replay
+from arena.replay.record import ReplayRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -50,15 +55,11 @@ class Gauntlet:
         replays: int = 0,
         replay_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        from arena.agents.players import game_spaces, resolve_player
-
         if games < 1:
             raise ValueError(f"gauntlet games={games!r} must be >= 1")
         if isinstance(replays, bool) or not isinstance(replays, int) or not 0 <= replays <= games:
             raise ValueError(f"gauntlet replays={replays!r} must be an integer in [0, games={games}]")
         if replays:
-            from arena.replay.file import REPLAY_GAMES
-
             if game not in REPLAY_GAMES:
                 raise ValueError(f"gauntlet replays record {list(REPLAY_GAMES)} games, not {game!r}")
             if replay_dir is None:
@@ -77,9 +78,6 @@ class Gauntlet:
     def play(
         self, player_id: str, path: str | os.PathLike[str], learner_step: int | None
     ) -> list[GauntletRecord]:
-        from arena.agents.players import resolve_player
-        from arena.evaluation.runner import MatchSettings, play_match
-
         player = resolve_player(os.fspath(path), self.game, self.team_sizes, spaces=self.spaces)
         settings = MatchSettings(game=self.game, team_sizes=self.team_sizes, games=self.games,
                                  num_envs=self.games, seed=self.seed, num_threads=self.num_threads,
@@ -100,14 +98,10 @@ class Gauntlet:
     def _recorder(self) -> Any:
         if not self.replays:
             return None
-        from arena.replay.record import ReplayRecorder
 
         return ReplayRecorder("first", self.replays)
 
     def _save_replays(self, replays: Sequence[Any], player_id: str, reference: str) -> None:
-        from arena.league.learner import snapshot_file_name
-        from arena.replay.file import save_replay
-
         assert self.replay_dir is not None
         snapshot = snapshot_file_name(player_id).removesuffix(".pt")
         stem = f"{snapshot}-vs-{metric_name(reference).removeprefix('gauntlet/')}"

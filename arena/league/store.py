@@ -28,6 +28,7 @@ from pathlib import Path
 
 from arena.league.payoff import OutcomeLike, PayoffTable, parse_outcome
 from arena.league.players import Player
+from arena.league.stats import wilson_interval
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +121,6 @@ class GauntletRecord:
 
     def score(self, confidence: float = 0.95) -> tuple[float, float, float]:
         """(score, lower, upper): (W + D/2) / games with its Wilson interval."""
-        from arena.league.stats import wilson_interval
-
         return wilson_interval(self.wins, self.draws, self.losses, confidence)
 
 

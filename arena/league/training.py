@@ -43,14 +43,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from arena.agents.players import game_spaces, resolve_player
 from arena.agents.policy import Policy, policy_from_payload
 from arena.agents.scripted import REFERENCE_BOTS
 from arena.atomic import atomic_path
+from arena.evaluation.matchups import play_matchups
+from arena.evaluation.runner import MatchSettings
 from arena.league.config import LeagueConfig, MatchmakingConfig
 from arena.league.exploitability import METRIC as EXPLOITABILITY_METRIC
 from arena.league.exploitability import best_responses, league_exploitability
 from arena.league.exploiters import MainExploiterChooser, current_generation, exploiter_id
-from arena.league.gauntlet import Gauntlet, gauntlet_metrics
+from arena.league.gauntlet import Gauntlet, gauntlet_metrics, metric_name
 from arena.league.guard import GuardCounts, best_snapshot, guard_score, rejects
 from arena.league.league import League
 from arena.league.learner import (
@@ -69,8 +72,12 @@ from arena.league.published import PUBLISHED_KEY, published_mixture
 from arena.league.ratings import TwoTeamRatings
 from arena.league.snapshots import SnapshotGate, load_snapshot, snapshot_file, verify_snapshot
 from arena.league.timing import LeagueTimer
+from arena.league.view import RatingCurves, plot_payoff_heatmap, shown_players
 from arena.player_specs import scripted_id
+from arena.replay.animate import write_animation
+from arena.trainer.checkpoint import checkpoints_written
 from arena.trainer.events import UpdateFinished, UpdateListener
+from arena.trainer.ppo import CHECKPOINT_NAME, RESUME_OVERRIDES, PPOTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -146,8 +153,6 @@ class LeagueRun:
     def _roll_back(self, learner_checkpoints: int) -> dict[str, int]:
         """Before anything reads the league: every learner about to resume (the main learner, and each
         exploiter's current generation) forgets the matches played by a state no checkpoint holds."""
-        from arena.trainer.checkpoint import checkpoints_written
-
         targets = {self.learner_id: int(learner_checkpoints)}
         for kind in ("main_exploiter", "league_exploiter"):
             generation = current_generation(self.league.pool, kind)
@@ -193,8 +198,6 @@ class LeagueRun:
         return None if learner is None else learner.checkpoints
 
     def _exploiter_checkpoint(self, player_id: str) -> Path:
-        from arena.trainer.ppo import CHECKPOINT_NAME
-
         return self.run_dir / "checkpoints" / player_id / CHECKPOINT_NAME
 
     def attach(self, trainer: LeagueTrainer, make_reward: Callable[[], Any] | None = None) -> None:
@@ -226,8 +229,6 @@ class LeagueRun:
     def _exploiter(self, kind: str, generation: int) -> LeagueLearner:
         """Generation ``generation`` of an exploiter: resumed from its checkpoint when it has one. With
         exploiter ranks its trainer runs on a rank of its own and rank 0 holds a ``RemoteTrainer``."""
-        from arena.trainer.ppo import RESUME_OVERRIDES
-
         assert self.main is not None
         player_id = exploiter_id(kind, generation)
         self.league.add_player(Player(player_id, kind))
@@ -407,9 +408,6 @@ class LeagueRun:
         assert self.meta_game is not None
         if not self.meta_game.players:
             return []
-        from arena.agents.players import game_spaces, resolve_player
-        from arena.evaluation.matchups import play_matchups
-        from arena.evaluation.runner import MatchSettings
 
         spaces = next(iter(self._meta_players.values())).spaces if self._meta_players else game_spaces(
             self.game, self.team_sizes, self._env_overrides())
@@ -590,8 +588,6 @@ class LeagueRun:
     def _shown(self, order: list[str]) -> list[str]:
         """Of ``order`` (the leaderboard's, best rated first), the players the views show
         (``league.view_players``; ``shown_players``)."""
-        from arena.league.view import shown_players
-
         return shown_players(order, list(self.league.pool), self.learner_id, self.config.view_players)
 
     def leaderboard(self) -> list[list[Any]]:
@@ -624,7 +620,6 @@ class LeagueRun:
         if not (force or self._views_due()) or self._logged_views_at == self.updates:
             return
         self._logged_views_at = self.updates
-        from arena.league.view import RatingCurves, plot_payoff_heatmap
 
         with self.timer.measure("views"):
             rows = self.leaderboard()
@@ -646,8 +641,6 @@ class LeagueRun:
     def _log_replays(self, log: Any, step: int) -> None:
         if not self._replays_new:
             return
-        from arena.league.gauntlet import metric_name
-        from arena.replay.animate import write_animation
 
         with self.timer.measure("gauntlet"):
             for reference, path, replay in self._replays_new:
@@ -692,8 +685,6 @@ class ExploiterPlan:
 
 def build_exploiter_trainer(plan: ExploiterPlan, reward_fn: Any, matchmaker: Any) -> Any:
     """The exploiter's ``PPOTrainer``: resumed from its checkpoint when it has one, else fresh."""
-    from arena.trainer.ppo import PPOTrainer
-
     checkpoint = Path(plan.checkpoint)
     if checkpoint.is_file():
         logger.info("resuming %s from %s", plan.player_id, checkpoint)

@@ -10,7 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from arena.replay.animate import DEFAULT_FPS
+from arena.replay.animate import DEFAULT_FPS, write_animation
+from arena.replay.file import Replay, load_replay
+from arena.replay.html import write_html
+from arena.replay.scene import build_scene
+from arena.replay.simulate import check_replay
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,28 +43,21 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    from arena.replay.file import load_replay
 
     try:
         replay = load_replay(args.file)
         print(_summary(replay))
         if args.check:
-            from arena.replay.simulate import check_replay
-
             check_replay(replay)
             print("check: the core reproduces every frame, event and the result bit for bit")
         animation = args.gif or args.mp4
         if animation is not None:
-            from arena.replay.animate import write_animation
-
             suffix = ".gif" if args.gif else ".mp4"
             if not animation.lower().endswith(suffix):
                 raise ValueError(f"--{suffix[1:]} {animation}: the file name must end in {suffix}")
             path = write_animation(replay, animation, fps=args.fps, stride=args.stride, size=args.size)
             print(f"wrote {path}")
         if args.html is not None:
-            from arena.replay.html import write_html
-
             print(f"wrote {write_html(replay, args.html)}")
     except (FileNotFoundError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -69,9 +66,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _summary(replay: object) -> str:
-    from arena.replay.file import Replay
-    from arena.replay.scene import build_scene
-
     assert isinstance(replay, Replay)
     a, b = replay.players
     fired = replay.events[:, :, replay.event_names.index("fired")].sum(axis=0)

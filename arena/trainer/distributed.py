@@ -20,6 +20,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -172,8 +173,6 @@ def _all_through_barrier(rank: int, world: int) -> None:
     aborts that rank (gloo: "terminate called without an active exception"). Each rank marks its
     return in the run's rendezvous store and waits for every mark: after that no barrier message is
     in flight. A store whose host already left (every rank was through by then) is not an error."""
-    from datetime import timedelta
-
     from torch.distributed import distributed_c10d
 
     try:

@@ -40,6 +40,7 @@ from arena.agents.frozen import FrozenPolicies
 from arena.agents.grouped import ArchitectureKey, architecture_key
 from arena.agents.players import Agent
 from arena.agents.policy import Policy, load_policy
+from arena.agents.scripted import SCRIPTED_BOTS, make_scripted
 from arena.player_specs import MIRROR, SCRIPTED_PREFIX, parse_player
 from arena.trainer.events import MatchesEnded, Matchmaker
 
@@ -51,8 +52,6 @@ FROZEN_POLICIES = "policy"  # the value class of every frozen policy (snapshots,
 def opponent_value_classes(game: str) -> list[str]:
     """The opponent classes a critic with one value per opponent tells apart in ``game``, in head
     order: the learner itself (mirror), frozen policies, then each of the game's scripted bots."""
-    from arena.agents.scripted import SCRIPTED_BOTS
-
     return [MIRROR, FROZEN_POLICIES] + [f"{SCRIPTED_PREFIX}{name}" for name in SCRIPTED_BOTS[game]]
 
 
@@ -236,8 +235,6 @@ class Opponents:
             return index
         parsed = parse_player(player_id)
         if parsed.kind == "scripted":
-            from arena.agents.scripted import make_scripted
-
             agent: Policy | Agent = make_scripted(
                 parsed.name, self.game, team_sizes=self.team_sizes, params=self.params,
                 seed=self.seed + len(self.players)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from arena import _core
+
 ENV_DEVICES = ("cpu", "cuda")
 
 
@@ -25,8 +27,6 @@ class Placement:
 
 def core_has_cuda() -> bool:
     """Whether the installed core (``arena._core``) was built with CUDA."""
-    from arena import _core
-
     return bool(getattr(_core, "cuda_built", False))
 
 

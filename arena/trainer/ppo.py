@@ -57,6 +57,7 @@ from arena.trainer.kickstart import Kickstart, KickstartSchedule
 from arena.trainer.metric_names import sb3_metrics
 from arena.trainer.opponents import FixedMix, Opponents, opponent_value_classes
 from arena.trainer.rollout import RewardFn, Rollout
+from arena.trainer.shared_matchmaker import SharedMatchmaker
 from arena.trainer.stats import RolloutStats
 
 logger = logging.getLogger(__name__)
@@ -192,8 +193,6 @@ class PPOTrainer:
         self._update_listeners: list[UpdateListener] = []
 
     def _shared(self, matchmaker: Matchmaker | None) -> Matchmaker:
-        from arena.trainer.shared_matchmaker import SharedMatchmaker
-
         assert self.collective is not None
         inner = matchmaker if matchmaker is not None else FixedMix(MIRROR)
         return SharedMatchmaker(self.collective, self.shard, inner if self.shard.is_main else None)

@@ -49,7 +49,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from arena import _core
 from arena.agents.policy import Policy
+from arena.rewards import StepBatch, TorchStepBatch
 from arena.trainer.experience import Experience
 from arena.trainer.opponents import Opponents, RowGroups
 from arena.trainer.stats import RolloutStats
@@ -183,7 +185,6 @@ class Rollout:
     def restart(self, seed: int) -> None:
         """Starts fresh matches in every env (seeded) with zero LSTM states everywhere."""
         self._drain()
-        from arena import _core
 
         first = self.env_offset
         seeds = [_core.env_seed(seed, first + e) for e in range(self.env.num_envs)]  # as env.reset(seed)
@@ -473,7 +474,6 @@ class Rollout:
         if self.torch_reward:
             self._apply_reward_fn_torch(t, done_rows)
             return
-        from arena.rewards import StepBatch
 
         exp, env = self.exp, self.env
         batch = StepBatch(
@@ -501,8 +501,6 @@ class Rollout:
     def _apply_reward_fn_torch(self, t: int, done_rows: np.ndarray) -> None:
         """``_apply_reward_fn`` on the experience's tensors (``reward_fn.torch_call``): no host copy
         but the per-term sums over the learner rows, for the statistics."""
-        from arena.rewards import TorchStepBatch
-
         exp, env = self.exp, self.env
         batch = TorchStepBatch(
             obs_before=exp.obs[t],

@@ -36,7 +36,7 @@ class RunLock:
         self._file: IO[str] | None = None
 
     def acquire(self) -> RunLock:
-        import fcntl
+        import fcntl  # POSIX only: the module must import everywhere, the lock is taken on Linux
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         f = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 (held open for the run's life)

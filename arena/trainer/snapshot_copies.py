@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from arena.agents.policy import load_policy
+
 
 class PlayerFile(NamedTuple):
     """Where a rank loads a player from: the snapshot file, and the sha256 the league recorded for it
@@ -34,8 +36,6 @@ class SnapshotCopies:
     def use(self, opponents: Any, name: str, source: PlayerFile) -> None:
         """Makes ``name`` playable from its file ``source`` (loading it, checked against its sha256,
         unless ``opponents`` has it) and marks it the most recently used."""
-        from arena.agents.policy import load_policy
-
         if not opponents.has_player(name):
             policy = load_policy(source.path, device=opponents.device, sha256=source.sha256)
             opponents.add_player(name, policy)
