@@ -30,6 +30,10 @@ pytestmark = pytest.mark.skipif(not CUDA_CORE, reason="ARENA_CUDA_CORE not set (
 
 
 def _load_cuda_core():
+    # On a GPU machine .ci/run loads the CUDA build as arena._core itself (ARENA_CORE_PATH): the same
+    # file loaded again under another name would register its pybind11 types a second time.
+    if os.path.samefile(_core.__file__, CUDA_CORE):
+        return _core
     spec = importlib.util.spec_from_file_location("_core", CUDA_CORE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -156,8 +160,8 @@ def test_default_build_has_no_device_buffers_and_sync_host_does_nothing():
 
 def cuda_build_env(core, device: str, num_envs: int, team_size=(1, 1), seed: int = 0, **params):
     """A VectorEnv over a batch of ``core`` (the CUDA build, loaded beside the default one)."""
-    from arena.envs.registry import MIDRANGE_EVENTS
     from arena.envs.vector import VectorEnv
+    from arena.games.midrange import EVENTS
 
     p = core.MidrangeParams()
     p.team_size = list(team_size)
@@ -165,7 +169,7 @@ def cuda_build_env(core, device: str, num_envs: int, team_size=(1, 1), seed: int
         setattr(p, key, value)
     batch = core.MidrangeBatch(p, num_envs, 2, device)
     env = VectorEnv("midrange", batch, team_sizes=tuple(team_size), params=params, seed=seed,
-                    event_names=MIDRANGE_EVENTS)
+                    event_names=EVENTS)
     env.reset(seed)
     return env
 
