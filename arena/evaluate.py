@@ -31,7 +31,7 @@ from arena.evaluation.record import record_result
 from arena.evaluation.report import format_match, format_round_robin
 from arena.evaluation.round_robin import play_round_robin
 from arena.evaluation.runner import MatchSettings, SprtSettings, play_match
-from arena.evaluation.shots import ShotRecorder
+from arena.games import DEFAULT_GAME, spec
 from arena.games import require as require_feature
 from arena.replay.file import REPLAY_GAMES, replay_file_name, save_replay
 from arena.replay.record import ReplayRecorder
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("players", nargs="*", metavar="PLAYER", help="the two players A and B")
     p.add_argument("--games", type=int, default=200, help="games of A vs B, rounded up to even (default 200)")
-    p.add_argument("--game", default="midrange", choices=GAMES, help="game (default midrange)")
+    p.add_argument("--game", default=DEFAULT_GAME, choices=GAMES, help=f"game (default {DEFAULT_GAME})")
     p.add_argument("--team-sizes", type=int, nargs=2, default=(1, 1), metavar=("N0", "N1"))
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="game setting override, e.g. --set time_limit_s=120 (repeatable)")
@@ -72,9 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which games: the first K in counting order (default), the first K that A won, "
                    "drew or lost, or all of them")
     p.add_argument("--shots", action="store_true",
-                   help="midrange: where each side fired from (range, off the nose, speed, closing, aspect, "
-                   "time; 10th/50th/90th percentiles), its hits per shot, and its fire picks that launched "
-                   "nothing")
+                   help="games with missiles: where each side fired from (range, off the nose, speed, "
+                   "closing, aspect, time; 10th/50th/90th percentiles), its hits per shot, and its fire "
+                   "picks that launched nothing")
     p.add_argument("--league", metavar="RUN_DIR", default=None, help="round robin of this league's players")
     p.add_argument("--games-per-pair", type=int, default=100, help="round-robin games per pair (default 100)")
     p.add_argument("--checkpoint", action="append", default=[], metavar="[ID=]PATH",
@@ -186,7 +186,7 @@ def _shot_recorder(args: argparse.Namespace, game: str) -> Any:
         return None
     require_feature(game, "shots", "--shots (missile launch geometry)")
 
-    return ShotRecorder()
+    return spec(game).shot_recorder()
 
 
 def _replay_recorder(args: argparse.Namespace, game: str) -> Any:

@@ -64,7 +64,7 @@ from arena.trainer.health import HealthMonitor, health_metrics
 from arena.trainer.loggers import NoneLogger, make_logger
 from arena.trainer.opponents import FixedMix
 from arena.trainer.placement import placement
-from arena.trainer.ppo import RESUME_OVERRIDES, PPOTrainer
+from arena.trainer.ppo import RESUME_OVERRIDES, PPOTrainer, trainer_env
 from arena.trainer.run_lock import RunDirInUseError, RunLock
 from arena.trainer.stages import StageSchedule, parse_stages
 
@@ -153,17 +153,17 @@ def build_trainer(
     if matchmaker is not None:
         parts["matchmaker"] = matchmaker
     if resume_path is None:
-        trainer = PPOTrainer(
-            parts["trainer_config"],
-            parts["policy_config"],
-            game=parts["game"],
-            team_sizes=parts["team_sizes"],
-            env_overrides=parts["env_overrides"],
-            reward_fn=parts["reward_fn"],
-            matchmaker=parts["matchmaker"],
-            collective=collective,
-            env_device=parts["env_device"],
-        )
+        config = parts["trainer_config"]
+        ranks = collective.world if collective is not None else 1
+        env = trainer_env(config, parts["game"], team_sizes=parts["team_sizes"],
+                          env_overrides=parts["env_overrides"], device=parts["env_device"],
+                          num_envs=collective.shard(config.num_envs).num_envs if ranks > 1 else None)
+        try:
+            trainer = PPOTrainer(config, parts["policy_config"], env=env, reward_fn=parts["reward_fn"],
+                                 matchmaker=parts["matchmaker"], collective=collective)
+        except BaseException:
+            env.close()
+            raise
         return trainer, parts
     logger.info("resuming from %s", resume_path)
     trainer = PPOTrainer.resume(

@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import arena
-from arena.envs.params import MAX_TEAM, MIDRANGE_PARAMS
 from arena.envs.registry import MAX_ENVS
 from arena.games import GAMES, spec
+from arena.games.midrange.params import MAX_TEAM, MIDRANGE_PARAMS
 from arena.games.spec import Param
 
 BOUNDED = settings(

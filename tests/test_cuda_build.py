@@ -161,7 +161,7 @@ def test_default_build_has_no_device_buffers_and_sync_host_does_nothing():
 def cuda_build_env(core, device: str, num_envs: int, team_size=(1, 1), seed: int = 0, **params):
     """A VectorEnv over a batch of ``core`` (the CUDA build, loaded beside the default one)."""
     from arena.envs.vector import VectorEnv
-    from arena.games.midrange import EVENTS
+    from arena.games.midrange.game import EVENTS
 
     p = core.MidrangeParams()
     p.team_size = list(team_size)

@@ -12,7 +12,7 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 import arena
 from arena.envs import EndReason, Outcome
 from arena.envs.gymnasium_env import ArenaSingleAgentEnv, RandomPolicy, observation_space_for
-from arena.envs.pettingzoo_env import ArenaParallelEnv, MidrangeParallelEnv
+from arena.envs.pettingzoo_env import ArenaParallelEnv
 
 SHORT = {"time_limit_s": 30.0}  # random play ends well inside the API testers' cycle budgets
 
@@ -79,7 +79,7 @@ def test_observations_of_random_play_stay_inside_the_declared_bounds(kwargs):
 @pytest.mark.parametrize("team_sizes", [(1, 1), (2, 2), (1, 3)])
 def test_parallel_env_passes_the_pettingzoo_api_and_seed_tests(team_sizes, remove_dead):
     def env_fn() -> ArenaParallelEnv:
-        return MidrangeParallelEnv(team_sizes=team_sizes, remove_dead=remove_dead, **SHORT)
+        return ArenaParallelEnv("midrange", team_sizes=team_sizes, remove_dead=remove_dead, **SHORT)
 
     parallel_api_test(env_fn(), num_cycles=400)
     parallel_seed_test(env_fn, num_cycles=400)
@@ -91,7 +91,7 @@ def test_parallel_env_serves_any_game_of_the_core():
 
 
 def test_agents_are_named_by_team_and_slot_with_stable_spaces():
-    env = MidrangeParallelEnv(team_sizes=(2, 3))
+    env = ArenaParallelEnv("midrange", team_sizes=(2, 3))
     assert env.possible_agents == ["team0_0", "team0_1", "team1_0", "team1_1", "team1_2"]
     obs, infos = env.reset(seed=1)
     assert env.agents == env.possible_agents and set(obs) == set(infos) == set(env.agents)
@@ -104,7 +104,7 @@ def test_agents_are_named_by_team_and_slot_with_stable_spaces():
 
 
 def test_parallel_match_end_returns_the_real_final_observation_and_outcome_rewards():
-    env = MidrangeParallelEnv(seed=0)
+    env = ArenaParallelEnv("midrange", seed=0)
     env.reset(seed=3)
     ws = stage_hits(env.vector_env, [(0, 1, 50.0)])
     expected = final_observation_of(ws, np.array([[2, 0, 0], [2, 0, 0]], np.int32))
@@ -127,7 +127,7 @@ def test_parallel_match_end_returns_the_real_final_observation_and_outcome_rewar
 
 
 def test_parallel_time_limit_truncates_every_agent():
-    env = MidrangeParallelEnv(team_sizes=(2, 2), time_limit_s=1.0)  # 5 decisions
+    env = ArenaParallelEnv("midrange", team_sizes=(2, 2), time_limit_s=1.0)  # 5 decisions
     env.reset(seed=0)
     for _ in range(5):
         _, rewards, terms, truncs, infos = env.step({a: [2, 1, 0] for a in env.agents})
@@ -137,7 +137,7 @@ def test_parallel_time_limit_truncates_every_agent():
 
 @pytest.mark.parametrize("remove_dead", [False, True])
 def test_a_dead_fighter_in_a_team_game_stays_or_leaves_as_configured(remove_dead):
-    env = MidrangeParallelEnv(team_sizes=(2, 2), remove_dead=remove_dead)
+    env = ArenaParallelEnv("midrange", team_sizes=(2, 2), remove_dead=remove_dead)
     env.reset(seed=0)
     stage_hits(env.vector_env, [(0, 2, 50.0)])
     obs, rewards, terms, truncs, infos = env.step({a: [2, 1, 0] for a in env.agents})
@@ -153,7 +153,7 @@ def test_a_dead_fighter_in_a_team_game_stays_or_leaves_as_configured(remove_dead
 
 
 def test_parallel_actions_are_checked_per_agent():
-    env = MidrangeParallelEnv()
+    env = ArenaParallelEnv("midrange")
     env.reset(seed=0)
     with pytest.raises(ValueError, match="no action for 'team1_0'"):
         env.step({"team0_0": [2, 1, 0]})

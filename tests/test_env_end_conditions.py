@@ -12,7 +12,7 @@ import pytest
 
 import arena
 from arena.envs import EndReason, Outcome
-from arena.envs.midrange_obs import SELF
+from arena.games.midrange.obs import SELF
 
 ALIVE, TIME_LEFT = SELF.index("alive"), SELF.index("time_left")
 STRAIGHT_IDLE = (2, 0, 0)

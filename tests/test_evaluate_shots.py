@@ -7,7 +7,7 @@ import pytest
 from arena.agents.players import resolve_player
 from arena.evaluate import main
 from arena.evaluation.runner import MatchSettings, play_match
-from arena.evaluation.shots import ShotRecorder
+from arena.games.midrange.shots import ShotRecorder
 from arena.replay.record import ReplayRecorder
 
 

@@ -17,7 +17,7 @@ from arena.envs.gymnasium_env import ArenaSingleAgentEnv
 from arena.envs.outcomes import Outcome
 from arena.envs.pettingzoo_env import parallel_env
 from arena.games import GAMES, spec
-from arena.games.goofspiel import GoofspielReference
+from arena.games.goofspiel.game import GoofspielReference
 
 
 def random_legal_bids(rng: np.random.Generator, obs: np.ndarray, n: int) -> np.ndarray:

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import arena
-from arena.envs.midrange_obs import FIGHTER, MidrangeObsLayout
 from arena.evaluation.pairing import layout_of
-from arena.evaluation.shots import ShotRecorder
+from arena.games.midrange.obs import FIGHTER, MidrangeObsLayout
+from arena.games.midrange.rewards import LaunchAngle
+from arena.games.midrange.shots import ShotRecorder
 from arena.rewards import RewardError, StepBatch, build_reward
-from arena.rewards.terms import LaunchAngle
 from tests.test_env_physics import blank_state, put_fighter
 from tests.test_rewards import fighter_obs, midrange_batch
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from arena.agents.policy import load_policy
 from arena.config import compose_run_config
-from arena.evaluation.exploitability import GoofspielTree, exploitability, mixture_probs, policy_probs
+from arena.games.goofspiel.exploitability import GoofspielTree, exploitability, mixture_probs, policy_probs
 from arena.league.published import published
 
 

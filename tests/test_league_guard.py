@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from arena.agents.policy import Policy, load_policy
-from arena.agents.scripted_rpsw import THROWS
+from arena.games.rpsw.bots import THROWS
 from arena.league.__main__ import main as league_cli
 from arena.league.config import league_config
 from arena.league.guard import GuardScore, best_snapshot, guard_score, rejects

@@ -80,3 +80,19 @@ def test_numpy_integer_outcomes_are_accepted():
     payoff = PayoffTable()
     payoff.record("a", "b", np.int8(-1))
     assert payoff.wdl("a", "b") == (0.0, 0.0, 1.0)
+
+
+def test_a_result_is_made_from_the_cores_code_for_either_team_and_parsed_once_from_what_a_user_gives():
+    from arena.envs.outcomes import Outcome, Result
+
+    assert [Result.of_team(code, 0) for code in (Outcome.TEAM0, Outcome.TEAM1, Outcome.DRAW)] == [
+        Result.WIN, Result.LOSS, Result.DRAW]
+    assert [Result.of_team(code, 1) for code in (Outcome.TEAM0, Outcome.TEAM1, Outcome.DRAW)] == [
+        Result.LOSS, Result.WIN, Result.DRAW]
+    assert Result.parse("win") is Result.WIN and Result.parse(-1) is Result.LOSS
+    assert Result.parse(Result.DRAW) is Result.DRAW and Result.parse(np.int8(0)) is Result.DRAW
+    for bad in ("won", 2, 0.5, True, np.True_, None):
+        with pytest.raises(ValueError, match="'win', 'draw', 'loss', 1, 0, -1"):
+            Result.parse(bad)
+    with pytest.raises(ValueError, match="outcome code"):
+        Result.of_team(Outcome.NONE, 0)

@@ -1,4 +1,4 @@
-"""A missile's reach (arena/envs/missile_reach.py) and the shaping term built on it (missile_reach).
+"""A missile's reach (arena/games/midrange/missile_reach.py) and the shaping term built on it (missile_reach).
 
 The reach is checked twice: against a fine numerical integration of its own 1-D model, and against
 the compiled core, where a missile fired at a target that flees straight away hits from just inside
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import arena
-from arena.envs.midrange_obs import FIGHTER, MISSILE, SELF, MidrangeObsLayout
-from arena.envs.missile_reach import MissileModel
+from arena.games.midrange.missile_reach import MissileModel
+from arena.games.midrange.obs import FIGHTER, MISSILE, SELF, MidrangeObsLayout
+from arena.games.midrange.rewards import MissileReach
 from arena.rewards import RewardError
-from arena.rewards.terms import MissileReach
 from tests.test_env_physics import blank_state, put_fighter
 from tests.test_rewards import CLOSE_FIGHT, fighter_obs, midrange_batch, rollout
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import arena
-from arena.envs.render import draw_match, record_match
+from arena.games.midrange.render import draw_match, record_match
 
 
 def _fly_straight_and_fire(obs: np.ndarray) -> np.ndarray:

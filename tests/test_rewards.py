@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 
 import arena
-from arena.envs.midrange_obs import FIGHTER, MISSILE, SELF, MidrangeObsLayout
-from arena.rewards import BUILTIN_TERMS, CompositeReward, Reward, RewardError, StepBatch, build_reward
-from arena.rewards.terms import Boundary, Closing, Energy, MissileClosing, Outcome, Pointing, Survival
+from arena.games.midrange.obs import FIGHTER, MISSILE, SELF, MidrangeObsLayout
+from arena.games.midrange.rewards import Boundary, Closing, Energy, MissileClosing, Pointing, Survival
+from arena.rewards import CompositeReward, Reward, RewardError, StepBatch, build_reward, builtin_terms
+from arena.rewards.terms import Outcome
+
+BUILTIN_TERMS = builtin_terms()
 
 CLOSE_FIGHT = {"time_limit_s": 20.0, "spawn_distance_min_m": 4000.0, "spawn_distance_max_m": 6000.0}
 ALL_BUILTINS = {name: {"_target_": name} for name in BUILTIN_TERMS if name != "event"}
@@ -364,7 +367,7 @@ def test_omegaconf_configs_are_accepted():
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.create(
-        {"boundary": {"_target_": "arena.rewards.terms.Boundary", "weight": 0.1, "margin_m": 2000}}
+        {"boundary": {"_target_": "arena.games.midrange.rewards.Boundary", "weight": 0.1, "margin_m": 2000}}
     )
     reward = build_reward(cfg)
     assert isinstance(reward, CompositeReward)

@@ -12,11 +12,13 @@ import torch
 import yaml
 
 import arena
-from arena.agents.scripted_midrange import HeuristicPilot
-from arena.envs.midrange_obs import MISSILE, SPEED_SCALE_MS, MidrangeObsLayout
-from arena.envs.missile_reach import MissileModel
-from arena.rewards import BUILTIN_TERMS, Reward, RewardError, StepBatch, TorchStepBatch, build_reward
-from arena.rewards.terms import LaunchAngle, MissileReach, Pointing
+from arena.games.midrange.bots import HeuristicPilot
+from arena.games.midrange.missile_reach import MissileModel
+from arena.games.midrange.obs import MISSILE, SPEED_SCALE_MS, MidrangeObsLayout
+from arena.games.midrange.rewards import LaunchAngle, MissileReach, Pointing
+from arena.rewards import Reward, RewardError, StepBatch, TorchStepBatch, build_reward, builtin_terms
+
+BUILTIN_TERMS = builtin_terms()
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "reward"
 # terms with a transcendental function whose torch and numpy versions may round differently:

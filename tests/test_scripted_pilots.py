@@ -8,15 +8,15 @@ import pytest
 
 import arena
 from arena.agents.scripted import SCRIPTED_BOTS, ScriptedAgent, make_scripted
-from arena.agents.scripted_midrange import VARIED_RANGES, HeuristicPilot, HeuristicTuning, RandomPilot
-from arena.agents.scripted_rpsw import (
+from arena.bench.pilots import play_matches, wilson_interval
+from arena.games.midrange.bots import VARIED_RANGES, HeuristicPilot, HeuristicTuning, RandomPilot
+from arena.games.rpsw.bots import (
     BiasedThrower,
     ConstantThrower,
     CounterThrower,
     CycleThrower,
     RandomThrower,
 )
-from arena.bench.pilots import play_matches, wilson_interval
 
 RUDDER, THROTTLE, FIRE = 0, 1, 2
 STRAIGHT = 2  # rudder index of 0; higher turns left, lower turns right

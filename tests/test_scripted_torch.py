@@ -7,10 +7,10 @@ import pytest
 import torch
 
 import arena
-from arena.agents import scripted_midrange
 from arena.agents.scripted import make_scripted
-from arena.agents.scripted_midrange import HeuristicPilot, RandomPilot
-from arena.envs.midrange_obs import MidrangeObsLayout
+from arena.games.midrange import bots as scripted_midrange
+from arena.games.midrange.bots import HeuristicPilot, RandomPilot
+from arena.games.midrange.obs import MidrangeObsLayout
 
 PILOTS = ("heuristic", "evader", "heuristic_6km", "heuristic_10km", "heuristic_14km")
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import arena
-from arena.envs.midrange_obs import FIGHTER, MidrangeObsLayout
+from arena.games.midrange.obs import FIGHTER, MidrangeObsLayout
+from arena.games.midrange.rewards import Pointing
 from arena.rewards import RewardError, StepBatch, build_reward
-from arena.rewards.terms import Pointing
 from tests.test_env_physics import blank_state, put_fighter
 
 SPEED = 300.0

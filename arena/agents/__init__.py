@@ -1,28 +1,6 @@
-"""Policies and fixed players: scripted pilots and throwers (learned policies live beside them)."""
+"""Policies and fixed players: the learner's network, frozen policies, mixtures and the scripted-bot
+contract (each game's own bots live in its room, ``arena/games/<name>/bots.py``)."""
 
 from arena.agents.scripted import SCRIPTED_BOTS, ScriptedAgent, make_scripted
-from arena.agents.scripted_midrange import HeuristicPilot, HeuristicTuning, MidrangePilot, RandomPilot
-from arena.agents.scripted_rpsw import (
-    BiasedThrower,
-    ConstantThrower,
-    CounterThrower,
-    CycleThrower,
-    RandomThrower,
-    RpswThrower,
-)
 
-__all__ = [
-    "SCRIPTED_BOTS",
-    "BiasedThrower",
-    "ConstantThrower",
-    "CounterThrower",
-    "CycleThrower",
-    "HeuristicPilot",
-    "HeuristicTuning",
-    "MidrangePilot",
-    "RandomPilot",
-    "RandomThrower",
-    "RpswThrower",
-    "ScriptedAgent",
-    "make_scripted",
-]
+__all__ = ["SCRIPTED_BOTS", "ScriptedAgent", "make_scripted"]

@@ -3,7 +3,7 @@
 A league may publish a mixture (a meta-strategy over its snapshots, as PSRO does, or an average of
 its recent policies). Playing a mixture means drawing one member with the mixture's weights when a
 match starts and letting that member play the whole match: by Kuhn's theorem that is the behaviour
-policy the mixture stands for (``arena.evaluation.exploitability.mixture_probs`` computes it
+policy the mixture stands for (``arena.games.goofspiel.exploitability.mixture_probs`` computes it
 exactly for Goofspiel). Drawing per decision instead would be another, weaker policy.
 
 Every row keeps its member until its next ``episode_start``; the draws come from a generator seeded

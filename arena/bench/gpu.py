@@ -95,7 +95,7 @@ def parity(sizes: Sizes, team_sizes: tuple[int, int]) -> dict[str, Any]:
                             time_limit_s=60.0)
     cpu_env = arena.make("midrange", num_envs=n, seed=seed, team_sizes=team_sizes, time_limit_s=60.0)
     try:
-        out, core, per_env = device_env.tensors(), cpu_env._core, cpu_env.agents_per_env
+        out, core, per_env = device_env.tensors(), cpu_env.host, cpu_env.agents_per_env
         tape = random_tape(cpu_env.num_agents, 16, fire_prob=0.2)
         differ: set[str] = set()
         first = np.ones(n, dtype=bool)  # envs still playing their first match

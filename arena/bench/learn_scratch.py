@@ -28,8 +28,8 @@ from pathlib import Path
 from arena.agents.players import resolve_player
 from arena.bench.record import write_record
 from arena.evaluation.runner import MatchSettings, play_match
-from arena.evaluation.shots import ShotRecorder
 from arena.games import spec as game_spec
+from arena.games.midrange.shots import ShotRecorder
 from arena.league.guard import GuardCounts
 from arena.league.player_cache import snapshot_file
 from arena.league.store import LEAGUE_DB, GauntletRecord, LeagueStore
@@ -223,7 +223,7 @@ def main(args: argparse.Namespace) -> int:
                  "games": result.games, "wins": result.wins, "draws": result.draws, "losses": result.losses,
                  "score": score, "lo": lo, "hi": hi,
                  "events_per_match": {name: [a, b] for name, (a, b) in result.events.items()}}
-        if shots is not None:  # where the misses were fired from (arena/evaluation/shots.py)
+        if shots is not None:  # where the misses were fired from (arena/games/midrange/shots.py)
             final["shots"] = []
             for label, summary in zip(("newest snapshot", args.reference), shots.summary(), strict=True):
                 print("\n".join(summary.lines(label)))

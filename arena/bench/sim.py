@@ -41,8 +41,8 @@ import numpy as np
 import arena
 from arena import _core
 from arena.agents.scripted import make_scripted
-from arena.envs.reference.midrange import MidrangeReference
 from arena.envs.registry import MAX_ENVS, build_params
+from arena.games.midrange.reference import MidrangeReference
 
 SEED = 1
 WARMUP = 40  # decisions before the first timed turn

@@ -20,10 +20,10 @@ import statistics
 import time
 
 from arena.agents.policy import Policy
-from arena.agents.scripted_midrange import ACTION_NVEC
 from arena.bench import league_pool
 from arena.bench.record import write_record
-from arena.envs.midrange_obs import MidrangeObsLayout
+from arena.games.midrange.bots import ACTION_NVEC
+from arena.games.midrange.obs import MidrangeObsLayout
 from arena.trainer.config import PolicyConfig, TrainerConfig, available_cores
 from arena.trainer.opponents import FixedMix
 from arena.trainer.ppo import PPOTrainer

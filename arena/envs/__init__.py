@@ -11,12 +11,11 @@ from arena.envs.vector import VectorEnv
 
 _LAZY = {
     "ArenaParallelEnv": "arena.envs.pettingzoo_env",
-    "MidrangeParallelEnv": "arena.envs.pettingzoo_env",
     "ArenaSingleAgentEnv": "arena.envs.gymnasium_env",
 }
 
-__all__ = ["GAMES", "ArenaParallelEnv", "ArenaSingleAgentEnv", "EndReason", "MidrangeParallelEnv",
-           "Outcome", "VectorEnv", "make"]
+__all__ = ["GAMES", "ArenaParallelEnv", "ArenaSingleAgentEnv", "EndReason", "Outcome",
+           "VectorEnv", "make"]
 
 
 def __getattr__(name: str) -> Any:

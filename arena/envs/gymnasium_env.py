@@ -29,7 +29,7 @@ from gymnasium.envs.registration import EnvSpec
 
 from arena.envs.registry import make
 from arena.envs.vector import VectorEnv
-from arena.games import spec
+from arena.games import DEFAULT_GAME, spec
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -100,7 +100,7 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def __init__(
         self,
-        game: str = "midrange",
+        game: str = DEFAULT_GAME,
         opponent: Policy | None = None,
         *,
         end_on_death: bool = True,

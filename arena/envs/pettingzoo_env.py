@@ -25,7 +25,7 @@ from pettingzoo import ParallelEnv
 
 from arena.envs.gymnasium_env import action_mask_of, check_single_match, noop_action, observation_space_for
 from arena.envs.registry import make
-from arena.games import spec
+from arena.games import DEFAULT_GAME, spec
 
 AgentID = str
 
@@ -41,7 +41,7 @@ class ArenaParallelEnv(ParallelEnv[AgentID, np.ndarray, np.ndarray]):
 
     def __init__(
         self,
-        game: str = "midrange",
+        game: str = DEFAULT_GAME,
         *,
         remove_dead: bool = False,
         render_mode: str | None = None,
@@ -173,15 +173,6 @@ class ArenaParallelEnv(ParallelEnv[AgentID, np.ndarray, np.ndarray]):
         return np.ones(len(obs), dtype=bool)
 
 
-class MidrangeParallelEnv(ArenaParallelEnv):
-    """Midrange air combat as a PettingZoo parallel env (see :class:`ArenaParallelEnv`)."""
-
-    def __init__(
-        self, *, remove_dead: bool = False, render_mode: str | None = None, **make_kwargs: Any
-    ) -> None:
-        super().__init__("midrange", remove_dead=remove_dead, render_mode=render_mode, **make_kwargs)
-
-
-def parallel_env(game: str = "midrange", **kwargs: Any) -> ArenaParallelEnv:
+def parallel_env(game: str = DEFAULT_GAME, **kwargs: Any) -> ArenaParallelEnv:
     """PettingZoo's conventional constructor name."""
     return ArenaParallelEnv(game, **kwargs)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from arena import _core
-from arena.envs.params import validate_team_sizes
 from arena.envs.vector import VectorEnv
 from arena.games import GAMES, spec
+from arena.games.spec import validate_team_sizes
 
 MAX_ENVS = 1 << 22
 
@@ -52,10 +51,11 @@ def make(
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device={device!r} is not allowed: use 'cpu' or 'cuda'")
     game = spec(name)
-    sizes = validate_team_sizes(team_sizes)
+    sizes = validate_team_sizes(team_sizes, max(spec(g).max_team for g in GAMES))
     values, params = game.validate(overrides, sizes)
-    batch = getattr(_core, f"{name.capitalize()}Batch")
-    core = batch(params, num_envs, num_threads, device)
+    if game.core_batch is None:
+        raise RuntimeError(f"game {name!r} names no core batch class (GameSpec.core_batch)")
+    core = game.core_batch(params, num_envs, num_threads, device)
     env = VectorEnv(name, core, team_sizes=sizes, params=values, seed=seed, event_names=game.events)
     env.reset(seed)
     return env

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
+from arena.envs.core_batch import CoreBatch, HostBuffers
 from arena.games import spec
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class VectorEnv:
     def __init__(
         self,
         game: str,
-        core: Any,
+        core: CoreBatch,
         *,
         team_sizes: tuple[int, int],
         params: dict[str, Any],
@@ -97,6 +98,14 @@ class VectorEnv:
         self._nvec_t: Any = None
 
     # ------------------------------------------------------------------ buffers
+
+    @property
+    def host(self) -> HostBuffers:
+        """The numpy output buffers, brought up to date (on CUDA: copied from the device if a step
+        left them behind). The same arrays on every call, rewritten in place by each step: read
+        them right after a step, copy what you keep."""
+        self._sync_stale()
+        return self._core
 
     @property
     def observations(self) -> np.ndarray:

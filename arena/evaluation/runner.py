@@ -37,7 +37,9 @@ import numpy as np
 
 import arena
 from arena.agents.players import Agent, ResolvedPlayer
+from arena.envs.vector import VectorEnv
 from arena.evaluation.pairing import PairedLayout, PairTally, PlayedMatch, paired_layout
+from arena.games import DEFAULT_GAME
 from arena.league.stats import elo_difference, sprt, sprt_llr, wilson_interval
 
 logger = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ class SprtSettings:
 class MatchSettings:
     """What to play: the game and its settings, how many games, on how many envs and threads."""
 
-    game: str = "midrange"
+    game: str = DEFAULT_GAME
     team_sizes: tuple[int, int] = (1, 1)
     games: int = 100  # rounded up to an even number: games come in side-swapped pairs
     num_envs: int | None = None  # default min(games, 256); rounded up to even, capped at games
@@ -182,10 +184,10 @@ class MatchRecorder(Protocol):
     """Watches the env loop of ``play_match`` (e.g. ``arena.replay.record.ReplayRecorder``): ``start``
     once after the envs are seeded, ``step`` after every decision (``active``: envs within quota)."""
 
-    def start(self, env: Any, layout: PairedLayout, settings: MatchSettings, a: ResolvedPlayer,
+    def start(self, env: VectorEnv, layout: PairedLayout, settings: MatchSettings, a: ResolvedPlayer,
               b: ResolvedPlayer) -> None: ...
 
-    def step(self, env: Any, actions: np.ndarray, infos: dict[str, np.ndarray],
+    def step(self, env: VectorEnv, actions: np.ndarray, infos: dict[str, np.ndarray],
              active: np.ndarray) -> None: ...
 
 
@@ -236,7 +238,7 @@ def play_match(
             steps += 1
             for watcher in recorders:
                 watcher.step(env, actions, infos, active)
-            events = env._core.events
+            events = infos["events"]
             for k, side in enumerate(sides):
                 event_sums[k] += events[side.rows[active[side.env_of_row]]].sum(axis=0)
             if finished.size == 0:
@@ -277,14 +279,14 @@ def on_device(player: ResolvedPlayer, device: str) -> ResolvedPlayer:
     return dataclasses.replace(player, policy=copy.deepcopy(policy).to(device))
 
 
-def check_fits(player: ResolvedPlayer, env: Any) -> None:
+def check_fits(player: ResolvedPlayer, env: VectorEnv) -> None:
     """Refuses a player resolved for another game or observation size than ``env``'s."""
     if player.spaces.obs_dim != env.obs_dim or player.spaces.game != env.game:
         raise ValueError(f"player {player.name!r} was resolved for {player.spaces.describe()}, "
                          f"not for this {env.game} env (obs_dim {env.obs_dim})")
 
 
-def step_sides(env: Any, sides: list[Side], obs: np.ndarray, actions: np.ndarray,
+def step_sides(env: VectorEnv, sides: list[Side], obs: np.ndarray, actions: np.ndarray,
                active: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """One step: every side acts on the envs still playing (``active``), the env steps, the sides
     learn which rows start a new episode. Returns the new obs, the infos and the active envs whose

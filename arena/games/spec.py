@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,6 +35,38 @@ class Param:
     high: float
     doc: str
     choices: tuple[str, ...] = ()
+
+
+def core_param_table(params_class: Any) -> dict[str, Param]:
+    """A game's parameter table, read from the core, where each parameter is declared once
+    (``Game::params`` in the game's C++ header; ``<Name>Params.TABLE``): name, type, default (the
+    C++ field's initialiser), allowed range and doc; a choice becomes a text parameter whose values
+    are its names (the core holds the index)."""
+    table: dict[str, Param] = {}
+    for row in params_class.TABLE:
+        if row["kind"] == "choice":
+            choices = tuple(row["choices"])
+            table[row["name"]] = Param(choices[row["default"]], str, 0, 0, row["doc"], choices)
+        else:
+            kind = int if row["kind"] == "int" else float
+            table[row["name"]] = Param(kind(row["default"]), kind, row["low"], row["high"], row["doc"])
+    return table
+
+
+def validate_team_sizes(team_sizes: Any, max_team: int) -> tuple[int, int]:
+    """Two integer team sizes in [1, ``max_team``] (the largest team any game of the core builds; each
+    game checks its own limit, ``GameSpec.check_team_sizes``), or a ``ValueError`` saying so."""
+    def is_size(x: Any) -> bool:
+        return isinstance(x, numbers.Real) and not isinstance(x, bool) and is_integral(x)
+
+    ok = isinstance(team_sizes, Sequence) and not isinstance(team_sizes, str)
+    ok = ok and len(team_sizes) == 2 and all(map(is_size, team_sizes))
+    if not ok or not all(1 <= x <= max_team for x in team_sizes):
+        raise ValueError(
+            f"team_sizes={team_sizes!r} is out of range: allowed two integers in [1, {max_team}], "
+            "e.g. (1, 1), (4, 4) or (2, 3)"
+        )
+    return int(team_sizes[0]), int(team_sizes[1])
 
 
 def validate_overrides(game: str, table: dict[str, Param], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -108,6 +140,11 @@ class GameSpec:
     - ``team_sizes``: the team sizes the game allows, checked by ``check_team_sizes``.
     - ``reference``: returns the NumPy reference implementation (a class).
     - ``presets``: the ``configs/env/*.yaml`` files of the game.
+    - ``core_batch``: the core's batch class of the game (``_core.<Game>Batch``), which ``make`` builds.
+    - ``reward_terms``: the game's own reward terms by the short name a reward config gives as
+      ``_target_`` (beside the terms every game can use, ``arena.rewards.terms.GENERIC_TERMS``).
+    - ``shot_recorder``: builds the recorder of missile launch geometry (``evaluate --shots``) for a
+      game with the ``"shots"`` feature.
     - ``features``: the optional tools the game supports: ``"shots"`` (missile launch geometry,
       ``evaluate --shots``), ``"render"`` (match drawings), ``"replay"`` (replay files re-simulated
       from world states).
@@ -128,6 +165,9 @@ class GameSpec:
     action_mask: Callable[[Mapping[str, Any], tuple[int, int]], tuple[int, int]] | None = None
     max_team: int = 1
     summary: str = ""
+    core_batch: type | None = None
+    reward_terms: Mapping[str, type] = field(default_factory=dict)
+    shot_recorder: Callable[[], Any] | None = None
     features: frozenset[str] = frozenset()
 
     def validate(self, overrides: Mapping[str, Any], team_sizes: tuple[int, int]

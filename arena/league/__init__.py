@@ -15,7 +15,7 @@ from arena.league.matchmaking import (
     pfsp_probabilities,
     score_for_pfsp,
 )
-from arena.league.payoff import PayoffTable, parse_outcome
+from arena.league.payoff import PayoffTable
 from arena.league.players import PLAYER_KINDS, Player, Pool, snapshot_id
 from arena.league.ratings import RatingEntry, Ratings
 from arena.league.snapshots import (
@@ -50,7 +50,6 @@ __all__ = [
     "f_var",
     "linear_capped",
     "load_snapshot",
-    "parse_outcome",
     "pfsp_probabilities",
     "score_for_pfsp",
     "sha256_file",

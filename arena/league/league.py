@@ -14,7 +14,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from arena.league.payoff import OutcomeLike, PayoffTable, parse_outcome
+from arena.envs.outcomes import Result, ResultLike
+from arena.league.payoff import PayoffTable
 from arena.league.players import Player, Pool
 from arena.league.ratings import Ratings
 from arena.league.store import LEAGUE_DB, META_DECAY, META_RATINGS, LeagueStore
@@ -87,7 +88,7 @@ class League:
         self,
         team_a: Sequence[str],
         team_b: Sequence[str],
-        outcome: OutcomeLike,
+        outcome: ResultLike,
         *,
         length: float | None = None,
         learner_step: int | None = None,
@@ -99,7 +100,7 @@ class League:
         A match with a player on both sides (mirror self-play) is stored and counted in the payoff
         table but not rated: it says nothing about that player's skill.
         """
-        result = parse_outcome(outcome)
+        result = Result.parse(outcome)
         for player_id in (*team_a, *team_b):
             self.pool.get(player_id)
         mirror = bool(set(team_a) & set(team_b))

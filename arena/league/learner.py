@@ -37,9 +37,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from arena.envs.outcomes import Outcome
+from arena.envs.outcomes import Result
 from arena.league.league import League
-from arena.league.payoff import DRAW, LOSS, WIN
 from arena.league.player_cache import PlayerCache, snapshot_file
 from arena.league.players import Player, snapshot_id
 from arena.league.snapshots import SnapshotGate, write_snapshot
@@ -52,9 +51,6 @@ logger = logging.getLogger(__name__)
 
 SNAPSHOT_DIR = Path("league") / "snapshots"
 
-
-# The trainer's outcomes (team 0's view) -> the league's +1 / -1 / 0.
-LEAGUE_OUTCOME = {int(Outcome.TEAM0): WIN, int(Outcome.TEAM1): LOSS, int(Outcome.DRAW): DRAW}
 
 
 class Chooser(Protocol):
@@ -125,7 +121,7 @@ class LeagueMatchmaker:
                 if self.checkpoints_of is not None:
                     tags = {p: c for p in (self.learner_id, opponent)
                             if (c := self.checkpoints_of(p)) is not None}
-                self.league.record_match(team_a, [opponent], LEAGUE_OUTCOME[int(code)], length=length,
+                self.league.record_match(team_a, [opponent], Result.of_team(int(code), 0), length=length,
                                          learner_step=step, checkpoints=tags)
                 self.matches_recorded += 1
 

@@ -1,8 +1,8 @@
-"""Match outcomes as the league sees them, and the payoff table: decayed win/draw/loss counts per pair.
+"""The payoff table: decayed win/draw/loss counts per pair of players.
 
-An outcome is +1 win, 0 draw, -1 loss, from one side's point of view (``parse_outcome`` also takes
-"win"/"draw"/"loss"); the trainer's ``envs.Outcome`` codes (team 0's view) are turned into these
-where a match enters the league (``arena.league.learner.LEAGUE_OUTCOME``).
+A result is ``arena.envs.outcomes.Result`` (+1 win, 0 draw, -1 loss) from one side's point of view;
+the trainer's path makes it from the core's code where a match enters the league
+(``Result.of_team``), and a name or number a user gives is read once by ``Result.parse``.
 
 Each unordered pair is stored once, as counts from the point of view of the pair's first id (in sorted
 order), so `wdl(a, b)` and `wdl(b, a)` are mirror images by construction. Decay is per pair: each new
@@ -12,27 +12,11 @@ result of a pair first multiplies that pair's existing counts by `decay`, so rec
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterator, Sequence
-from typing import Literal
 
 import numpy as np
 
-OutcomeLike = Literal["win", "draw", "loss", 1, 0, -1] | int | str
-
-WIN, DRAW, LOSS = 1, 0, -1
-_BY_NAME = {"win": WIN, "draw": DRAW, "loss": LOSS}
-
-
-def parse_outcome(outcome: OutcomeLike) -> int:
-    """Return +1, 0 or -1 for an outcome given as a name ("win"/"draw"/"loss") or as +1/0/-1."""
-    if isinstance(outcome, str):
-        if outcome in _BY_NAME:
-            return _BY_NAME[outcome]
-    elif isinstance(outcome, numbers.Real) and not isinstance(outcome, bool | np.bool_):
-        if float(outcome) in (1.0, 0.0, -1.0):
-            return int(outcome)
-    raise ValueError(f"outcome {outcome!r} is not one of 'win', 'draw', 'loss', 1, 0, -1")
+from arena.envs.outcomes import Result, ResultLike
 
 
 class PayoffTable:
@@ -45,13 +29,13 @@ class PayoffTable:
         # (first, second) with first <= second -> [wins, draws, losses] of `first` against `second`.
         self._counts: dict[tuple[str, str], np.ndarray] = {}
 
-    def record(self, a: str, b: str, outcome: OutcomeLike) -> None:
+    def record(self, a: str, b: str, outcome: ResultLike) -> None:
         """Record one game of a against b; outcome is from a's point of view ("win"/"draw"/"loss", +1/0/-1).
 
         A player against itself (mirror self-play) counts a decisive game as half a win and half a loss,
         so its score stays 0.5 and its counts stay symmetric.
         """
-        result = parse_outcome(outcome)
+        result = Result.parse(outcome)
         key, flipped = _key(a, b)
         counts = self._counts.get(key)
         if counts is None:
@@ -63,9 +47,9 @@ class PayoffTable:
             from_first = -result if flipped else result
             counts[1 - from_first] += 1.0  # +1 -> index 0 (W), 0 -> 1 (D), -1 -> 2 (L)
 
-    def record_teams(self, team_a: Sequence[str], team_b: Sequence[str], outcome: OutcomeLike) -> None:
+    def record_teams(self, team_a: Sequence[str], team_b: Sequence[str], outcome: ResultLike) -> None:
         """Record a team match as one game for every (player of A, player of B) pair."""
-        result = parse_outcome(outcome)
+        result = Result.parse(outcome)
         for a in dict.fromkeys(team_a):
             for b in dict.fromkeys(team_b):
                 self.record(a, b, result)

@@ -13,7 +13,7 @@ from statistics import NormalDist
 
 import trueskill
 
-from arena.league.payoff import DRAW, WIN, OutcomeLike, parse_outcome
+from arena.envs.outcomes import Result, ResultLike
 
 DEFAULT_MU = 25.0
 
@@ -96,14 +96,14 @@ class Ratings:
     # -- updates -----------------------------------------------------------------------------------
 
     def updated(
-        self, team_a: Sequence[str], team_b: Sequence[str], outcome: OutcomeLike
+        self, team_a: Sequence[str], team_b: Sequence[str], outcome: ResultLike
     ) -> dict[str, tuple[float, float]]:
         """The ratings every player of both teams would have after this match, without applying them.
 
         outcome is from team A's point of view. A player may not be on both teams: a match against
         yourself carries no information about your skill (rate mirror self-play matches not at all).
         """
-        result = parse_outcome(outcome)
+        result = Result.parse(outcome)
         a, b = check_team(team_a, "team_a"), check_team(team_b, "team_b")
         both = sorted(set(a) & set(b))
         if both:
@@ -114,7 +114,7 @@ class Ratings:
         return {p: (float(r.mu), float(r.sigma)) for p, r in (*new_a.items(), *new_b.items())}
 
     def rate(
-        self, team_a: Sequence[str], team_b: Sequence[str], outcome: OutcomeLike
+        self, team_a: Sequence[str], team_b: Sequence[str], outcome: ResultLike
     ) -> dict[str, tuple[float, float]]:
         """Update the ratings with one match (outcome from team A's view); returns the new ratings."""
         new = self.updated(team_a, team_b, outcome)
@@ -189,15 +189,15 @@ class TwoTeamRatings(Ratings):
         return out
 
     def updated(
-        self, team_a: Sequence[str], team_b: Sequence[str], outcome: OutcomeLike
+        self, team_a: Sequence[str], team_b: Sequence[str], outcome: ResultLike
     ) -> dict[str, tuple[float, float]]:
-        result = parse_outcome(outcome)
+        result = Result.parse(outcome)
         a, b = check_team(team_a, "team_a"), check_team(team_b, "team_b")
         both = sorted(set(a) & set(b))
         if both:
             raise ValueError(f"players {both} are on both teams; a player cannot be rated against itself")
         env = self.env
-        if result == DRAW and env.draw_probability == 0:
+        if result == Result.DRAW and env.draw_probability == 0:
             return super().updated(a, b, result)  # a "draw that cannot happen": the package's own answer
         tau2, n = env.tau**2, len(a) + len(b)
         rated = [(p, *self.get(p)) for p in (*a, *b)]
@@ -206,9 +206,9 @@ class TwoTeamRatings(Ratings):
         c = math.sqrt(c2)
         diff = (sum(mu for p, mu, _ in rated[: len(a)]) - sum(mu for p, mu, _ in rated[len(a):])) / c
         margin = trueskill.calc_draw_margin(env.draw_probability, n, env) / c
-        if result == DRAW:
+        if result == Result.DRAW:
             v, w = env.v_draw(diff, margin), env.w_draw(diff, margin)
-        elif result == WIN:
+        elif result == Result.WIN:
             v, w = env.v_win(diff, margin), env.w_win(diff, margin)
         else:  # team B won: the same update seen from B, with A's sign flipped
             v, w = -env.v_win(-diff, margin), env.w_win(-diff, margin)

@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.league.payoff import OutcomeLike, PayoffTable, parse_outcome
+from arena.envs.outcomes import Result, ResultLike
+from arena.league.payoff import PayoffTable
 from arena.league.players import Player
 from arena.league.stats import wilson_interval
 
@@ -358,7 +359,7 @@ class LeagueStore:
         self,
         team_a: Sequence[str],
         team_b: Sequence[str],
-        outcome: OutcomeLike,
+        outcome: ResultLike,
         *,
         length: float | None = None,
         learner_step: int | None = None,
@@ -372,7 +373,7 @@ class LeagueStore:
         it played (what `rollback` goes by). Returns the match id. Either everything is stored or
         nothing is.
         """
-        result = parse_outcome(outcome)
+        result = Result.parse(outcome)
         teams = [self._check_team(team_a, "team_a"), self._check_team(team_b, "team_b")]
         ratings = dict(ratings or {})
         in_match = set(teams[0]) | set(teams[1])

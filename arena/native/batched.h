@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "games.h"
-#include "midrange_lanes_step.h"
+#include "lanes.h"
 #include "thread_pool.h"
 
 #ifdef ARENA_WITH_CUDA
@@ -17,36 +17,6 @@
 #endif
 
 namespace arena {
-
-// Games that can step several envs at once on SIMD lanes say how many (width), how a group
-// of them is kept (Group), how an env enters and leaves its lane (put, get), and how a group
-// steps.
-template <class G>
-struct LaneStepper {
-  static constexpr int width = 1;
-  struct Group {};
-  static void put(const typename G::Ctx&, const typename G::State&, Group&, int) {}
-  static void get(const typename G::Ctx&, const Group&, int, typename G::State&) {}
-};
-
-#if defined(ARENA_HAVE_LANES)
-template <>
-struct LaneStepper<MidrangeGame> {
-  static constexpr int width = midrange::LANES;
-  using Group = midrange::Lanes;
-  static void put(const MidrangeGame::Ctx& c, const MidrangeGame::State& s, Group& g, int l) {
-    midrange::put_lane(c.p, c.d, s, g, l);
-  }
-  static void get(const MidrangeGame::Ctx& c, const Group& g, int l, MidrangeGame::State& s) {
-    midrange::get_lane(c.p, c.d, g, l, s);
-  }
-  template <class ActionsOf, class OutOf>
-  static void step(const MidrangeGame::Ctx& c, Group& g, int lo, int hi, ActionsOf actions, OutOf out,
-                   const Group* next) {
-    midrange::step_group(c.p, c.d, g, lo, hi, actions, out, next);
-  }
-};
-#endif
 
 template <class G>
 class Batched {

@@ -95,12 +95,28 @@ struct IntLimit {
   int value;
 };
 
-// An integer parameter of a game, by name: games list theirs (Game::int_params) and the core's
-// Python binding exposes each as a read-write attribute of the game's Params class.
+// A parameter of a game, declared once: games list theirs (Game::params); the core binds each as a
+// read-write attribute of the game's Params class and exports the table (Params.TABLE: name, kind,
+// default, range, doc, choices; the default is the Params field's own initialiser), from which the
+// Python side builds the game's parameter table (arena.games.spec.core_param_table).
 template <class P>
-struct IntParam {
+struct ParamField {
   const char* name;
-  int P::*field;
+  int P::*int_field;      // an integer (or a choice) ...
+  double P::*real_field;  // ... or a real number
+  double low, high;       // the closed allowed range (unused for a choice)
+  const char* doc;
+  const char* choices;  // a choice: the names of its values, "a|b|c" (the field holds the index)
+
+  static constexpr ParamField integer(const char* n, int P::*f, double lo, double hi, const char* d) {
+    return ParamField{n, f, nullptr, lo, hi, d, nullptr};
+  }
+  static constexpr ParamField real(const char* n, double P::*f, double lo, double hi, const char* d) {
+    return ParamField{n, nullptr, f, lo, hi, d, nullptr};
+  }
+  static constexpr ParamField choice(const char* n, int P::*f, const char* names, const char* d) {
+    return ParamField{n, f, nullptr, 0.0, 0.0, d, names};
+  }
 };
 
 ARENA_HD double clampd(double x, double lo, double hi) { return x < lo ? lo : (x > hi ? hi : x); }

@@ -3,58 +3,12 @@
 #pragma once
 
 #include "common.h"
-#include "goofspiel.h"
-#include "midrange.h"
-#include "rpsw.h"
+// Each game lives in its room, games/<name>/ (its header(s), its binding.h): one include each.
+#include "games/goofspiel/goofspiel.h"
+#include "games/midrange/game.h"
+#include "games/rpsw/rpsw.h"
 
 namespace arena {
-
-struct MidrangeGame {
-  using Params = midrange::Params;
-  using State = midrange::State;
-  struct Ctx {
-    Params p;
-    midrange::Derived d;
-  };
-  static constexpr const char* name = "midrange";
-  static constexpr int action_dims = midrange::NUM_ACTION_DIMS;
-  static constexpr int num_events = midrange::NUM_EVENTS;
-  static constexpr IntLimit limits[] = {{"MAX_TEAM", midrange::MAX_TEAM},
-                                        {"MAX_MISSILES_PER_FIGHTER", midrange::MAX_MISSILES_PER_FIGHTER},
-                                        {"MAX_TRACKED", midrange::MAX_TRACKED}};
-  static Ctx make_ctx(const Params& p) { return Ctx{p, midrange::derive(p)}; }
-  ARENA_HD static int agents(const Ctx& c) { return c.d.num_fighters; }
-  ARENA_HD static int obs_dim(const Ctx& c) { return midrange::obs_dim(c.p); }
-  ARENA_HD static int action_n(const Ctx&, int dim) { return dim == 0 ? 5 : (dim == 1 ? 3 : 2); }
-  ARENA_HD static void reset(const Ctx& c, State& s) { midrange::reset(c.p, s); }
-  ARENA_HD static void observe(const Ctx& c, const State& s, float* obs) {
-    midrange::observe(c.p, c.d, s, obs);
-  }
-  ARENA_HD static void step(const Ctx& c, State& s, const int32_t* actions, EnvOut out) {
-    midrange::step(c.p, c.d, s, actions, out);
-  }
-};
-
-struct RpswGame {
-  using Params = rpsw::Params;
-  using State = rpsw::State;
-  struct Ctx {
-    Params p;
-  };
-  static constexpr const char* name = "rpsw";
-  static constexpr int action_dims = rpsw::NUM_ACTION_DIMS;
-  static constexpr int num_events = rpsw::NUM_EVENTS;
-  static constexpr IntLimit limits[] = {{"NUM_THROWS", rpsw::NUM_THROWS}, {"OBS_DIM", rpsw::OBS_DIM}};
-  static Ctx make_ctx(const Params& p) { return Ctx{p}; }
-  ARENA_HD static int agents(const Ctx&) { return 2; }
-  ARENA_HD static int obs_dim(const Ctx&) { return rpsw::OBS_DIM; }
-  ARENA_HD static int action_n(const Ctx&, int) { return rpsw::NUM_THROWS; }
-  ARENA_HD static void reset(const Ctx& c, State& s) { rpsw::reset(c.p, s); }
-  ARENA_HD static void observe(const Ctx& c, const State& s, float* obs) { rpsw::observe(c.p, s, obs); }
-  ARENA_HD static void step(const Ctx& c, State& s, const int32_t* actions, EnvOut out) {
-    rpsw::step(c.p, s, actions, out);
-  }
-};
 
 // Every game of the core, one line each: X(<its Game struct>, <its Python class prefix>). The
 // bindings, the CUDA instantiations and the core's exported game list are generated from it; the

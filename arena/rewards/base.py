@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from arena.envs.midrange_obs import FIGHTER, SELF, MidrangeObsLayout
-
 if TYPE_CHECKING:  # torch is optional (the train extra): the numpy path never imports it
     from torch import Tensor
 
@@ -259,26 +257,3 @@ class Reward:
                 f"{self.label()} needs event {name!r}, which game {batch.game!r} does not report; "
                 f"its events are: {', '.join(batch.event_names)}"
             ) from None
-
-    def midrange_layout(self, batch: StepBatch | TorchStepBatch) -> MidrangeObsLayout:
-        """The observation layout of a midrange batch (checks the game and the obs width)."""
-        self.check_game(batch)
-        tracked = batch.params.get("tracked_missiles") if batch.params else None
-        if tracked is None:  # infer it: obs_dim = self + enemies + allies + 2 * K * missile
-            probe = MidrangeObsLayout(tuple(batch.team_sizes), 0)
-            tracked = (batch.obs_after.shape[1] - probe.obs_dim) // 14
-        layout = MidrangeObsLayout(tuple(batch.team_sizes), int(tracked))
-        if batch.obs_after.shape[1] != layout.obs_dim or batch.obs_before.shape[1] != layout.obs_dim:
-            raise RewardError(
-                f"{self.label()}: observations have {batch.obs_after.shape[1]} features but the midrange "
-                f"layout for team_sizes={batch.team_sizes}, tracked_missiles={tracked} has {layout.obs_dim}"
-            )
-        return layout
-
-
-SELF_ALIVE = SELF.index("alive")
-SELF_BOUNDARY = SELF.index("boundary")
-ENEMY_ALIVE = FIGHTER.index("alive")
-ENEMY_RANGE = FIGHTER.index("range")
-ENEMY_BEARING_COS = FIGHTER.index("bearing_cos")
-ENEMY_ASPECT_COS = FIGHTER.index("aspect_cos")

@@ -7,7 +7,8 @@ A reward config maps a term name (used in logs as ``reward/<name>``) to its entr
     mine:    {_target_: my_pkg.rewards.MyReward, weight: 0.1, radius_m: 3000}
 
 ``_target_`` is a dotted path to a ``Reward`` subclass (imported) or the short name of a built-in
-term (``BUILTIN_TERMS``); ``weight`` defaults to 1.0; every other key is passed to the class.
+term (``builtin_terms()``: the generic terms and every game's own); ``weight`` defaults to 1.0;
+every other key is passed to the class.
 
 A weight can follow a schedule over training (learner samples): with ``anneal_steps: N`` it moves
 linearly from ``weight`` to ``weight_end`` (default 0) over the first N samples, then stays there.
@@ -31,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from arena import games
 from arena.rewards.base import Reward, RewardError, StepBatch, TorchStepBatch
-from arena.rewards.terms import BUILTIN_TERMS, PotentialShaping
+from arena.rewards.terms import GENERIC_TERMS, PotentialShaping
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -51,18 +53,31 @@ def _to_plain(cfg: Any) -> Any:
     return cfg
 
 
+def builtin_terms() -> dict[str, type[Reward]]:
+    """Every short name a reward config can give as ``_target_``: the terms every game can use and
+    each game's own (``GameSpec.reward_terms``), which never reuse a name."""
+    terms = dict(GENERIC_TERMS)
+    for game in games.GAMES:
+        for short, cls in games.spec(game).reward_terms.items():
+            if short in terms and terms[short] is not cls:
+                raise RuntimeError(f"reward term {short!r} of game {game!r} reuses the name of "
+                                   f"{terms[short]!r}")
+            terms[short] = cls
+    return terms
+
+
 def resolve_target(name: str, target: Any) -> type[Reward]:
     """The ``Reward`` subclass a ``_target_`` names, or a ``RewardError`` naming the term."""
     if isinstance(target, type):
         cls = target
     elif not isinstance(target, str) or not target:
         raise RewardError(f"reward term {name!r}: _target_ must be a dotted class path, got {target!r}")
-    elif target in BUILTIN_TERMS:
-        cls = BUILTIN_TERMS[target]
+    elif target in (builtins := builtin_terms()):
+        cls = builtins[target]
     elif "." not in target:
         raise RewardError(
             f"reward term {name!r}: unknown built-in term {target!r}; built-ins: "
-            f"{', '.join(sorted(BUILTIN_TERMS))}; or give a dotted path such as my_pkg.rewards.MyReward"
+            f"{', '.join(sorted(builtin_terms()))}; or give a dotted path such as my_pkg.rewards.MyReward"
         )
     else:
         module_name, _, attr = target.rpartition(".")

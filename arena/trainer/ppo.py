@@ -2,7 +2,9 @@
 ``mean_and_log()`` reports.
 
 ```python
-trainer = PPOTrainer(TrainerConfig(num_envs=1024), game="midrange", matchmaker=FixedMix("mirror"))
+config = TrainerConfig(num_envs=1024)
+env = trainer_env(config, "midrange")  # or any arena.make(...) env of config.num_envs matches
+trainer = PPOTrainer(config, env=env, matchmaker=FixedMix("mirror"))
 while not trainer.done:
     trainer.evaluate()
     trainer.train()
@@ -44,7 +46,8 @@ from torch import Tensor
 
 import arena
 from arena.agents.policy import Policy
-from arena.games import spec
+from arena.envs.vector import VectorEnv
+from arena.games import DEFAULT_GAME, spec
 from arena.player_specs import MIRROR, parse_player
 from arena.trainer.advantage import compute_gae
 from arena.trainer.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointError, atomic_save
@@ -69,14 +72,36 @@ RESUME_OVERRIDES = ("total_timesteps", "checkpoint_dir", "checkpoint_interval", 
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "loss")
 
 
+def trainer_env(
+    config: TrainerConfig,
+    game: str = DEFAULT_GAME,
+    *,
+    team_sizes: tuple[int, int] = (1, 1),
+    env_overrides: Mapping[str, Any] | None = None,
+    num_envs: int | None = None,
+    device: str = "cpu",
+) -> VectorEnv:
+    """The env a trainer with ``config`` steps: ``num_envs`` (default ``config.num_envs``) matches of
+    ``game`` on ``config``'s threads, seeded with its seed, on ``device`` (``env.device``)."""
+    try:
+        return arena.make(game, num_envs=config.num_envs if num_envs is None else num_envs,
+                          num_threads=config.resolved_num_threads, seed=config.seed,
+                          team_sizes=tuple(team_sizes), device=device, **dict(env_overrides or {}))
+    except RuntimeError as exc:  # env.device=cuda where it cannot run: the core names why
+        raise ValueError(f"env.device={device}: {exc}") from exc
+
+
 class PPOTrainer:
     """PPO with an LSTM policy on team 0 of every env (and team 1 in mirror self-play).
 
-    The trainer builds its env (``arena.make(game, num_envs, ...)`` with ``env_overrides``) and its
-    policy (``policy_config``). ``reward_fn(StepBatch) -> (total, terms)`` shapes the training reward
-    (None: the core's outcome reward, +1/-1 at a win/loss); ``matchmaker(MatchesEnded) -> player ids``
-    (``arena.trainer.opponents``) hears which matches ended (envs, outcomes, lengths, learner step) and
-    picks team 1's player of each of those envs (None: mirror self-play everywhere).
+    The trainer receives its env (``env``: a ``VectorEnv`` of the rank's share of ``config.num_envs``
+    matches, e.g. from ``trainer_env``; the command line builds it so) or, given none, builds one from
+    ``game``, ``team_sizes``, ``env_overrides`` and ``env_device`` (as ``resume`` does from a
+    checkpoint). It builds its policy (``policy_config``). ``reward_fn(StepBatch) -> (total, terms)``
+    shapes the training reward (None: the core's outcome reward, +1/-1 at a win/loss);
+    ``matchmaker(MatchesEnded) -> player ids`` (``arena.trainer.opponents``) hears which matches
+    ended (envs, outcomes, lengths, learner step) and picks team 1's player of each of those envs
+    (None: mirror self-play everywhere).
 
     ``collective``: a data-parallel run's process group (``arena.trainer.distributed``): this trainer
     is one rank, stepping its share of ``config.num_envs`` (the run's total); its updates, metrics and
@@ -88,7 +113,8 @@ class PPOTrainer:
         config: TrainerConfig,
         policy_config: PolicyConfig | None = None,
         *,
-        game: str = "midrange",
+        env: VectorEnv | None = None,
+        game: str = DEFAULT_GAME,
         team_sizes: tuple[int, int] = (1, 1),
         env_overrides: Mapping[str, Any] | None = None,
         reward_fn: RewardFn | None = None,
@@ -104,19 +130,23 @@ class PPOTrainer:
                              "trainer.device=cpu")
         self.device = torch.device(cfg.device)
         torch.set_num_threads(cfg.resolved_torch_threads)
-        self.env_spec = {"game": game, "team_sizes": list(team_sizes), "overrides": dict(env_overrides or {})}
         self.collective = collective if collective is not None and collective.world > 1 else None
         self.shard = self.collective.shard(cfg.num_envs) if self.collective else Shard.of(0, 1, cfg.num_envs)
+        if env is None:
+            env = trainer_env(cfg, game, team_sizes=team_sizes, env_overrides=env_overrides,
+                              num_envs=self.shard.num_envs, device=env_device)
+        elif env.num_envs != self.shard.num_envs:
+            raise ValueError(f"the env has {env.num_envs} matches, the trainer steps {self.shard.num_envs} "
+                             f"(trainer.num_envs={cfg.num_envs}"
+                             + (f" over {self.collective.world} ranks)" if self.collective else ")"))
+        game, team_sizes = env.game, tuple(env.team_sizes)
+        defaults = spec(game).params
+        self.env_spec = {"game": game, "team_sizes": list(team_sizes),
+                         "overrides": {k: v for k, v in env.params.items() if v != defaults[k].default}}
         given_matchmaker = matchmaker
         if self.collective is not None and not self.collective.from_main(_mirror_only(matchmaker)):
             matchmaker = self._shared(matchmaker)  # rank 0's matchmaker decides for every rank
-        try:
-            self.env = arena.make(
-                game, num_envs=self.shard.num_envs, num_threads=cfg.resolved_num_threads, seed=cfg.seed,
-                team_sizes=tuple(team_sizes), device=env_device, **self.env_spec["overrides"],
-            )
-        except RuntimeError as exc:  # env.device=cuda where it cannot run: the core names why
-            raise ValueError(f"env.device={env_device}: {exc}") from exc
+        self.env = env
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
             mask = spec(game).action_mask

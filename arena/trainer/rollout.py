@@ -51,6 +51,7 @@ from torch import Tensor
 
 from arena import _core
 from arena.agents.policy import Policy
+from arena.envs.vector import VectorEnv
 from arena.rewards import StepBatch, TorchStepBatch
 from arena.trainer.experience import Experience
 from arena.trainer.opponents import Opponents, RowGroups
@@ -91,7 +92,7 @@ class Rollout:
 
     def __init__(
         self,
-        env: Any,
+        env: VectorEnv,
         policy: Policy,
         opponents: Opponents,
         experience: Experience,
@@ -118,7 +119,7 @@ class Rollout:
         self.step_fn: StepFn = step_fn if step_fn is not None else policy.forward_step
         self.device = torch.device(device)
         self.on_cpu = self.device.type == "cpu"
-        self.core = env._core  # the core's output buffers (zero-copy); step_envs writes into them
+        self.core = env.host  # the core's output buffers (zero-copy); step_envs writes into them
         self.env_on_gpu = getattr(env, "device", "cpu") == "cuda"
         if self.env_on_gpu and self.device.type != "cuda":
             raise ValueError("an env on the GPU (env.device=cuda) needs the policy there too: "

@@ -1,4 +1,4 @@
-"""NumPy twin of the parameters, state, reset and physics of arena/native/midrange.h.
+"""NumPy twin of the parameters, state, reset and physics of arena/native/games/midrange/midrange.h.
 
 State is float64 like the C++ doubles, batched over envs: fighters are ``[envs, fighters]``
 arrays and missile slots ``[envs, fighters * missiles_per_fighter]`` arrays. Every arithmetic
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.envs.reference.common import (
+from arena.envs.reference import (
     END_ELIMINATION,
     END_MUTUAL,
     END_NO_MISSILES,

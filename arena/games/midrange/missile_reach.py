@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arena.envs.params import MIDRANGE_PARAMS
+from arena.games.midrange.params import MIDRANGE_PARAMS
 
 if TYPE_CHECKING:  # torch is optional (the train extra): the numpy path never imports it
     from torch import Tensor

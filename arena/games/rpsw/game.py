@@ -1,4 +1,4 @@
-"""Rock-paper-scissors-well (``arena/native/rpsw.h``): the tiny 1v1 game for fast trainer and
+"""Rock-paper-scissors-well (``arena/native/games/rpsw/rpsw.h``): the tiny 1v1 game for fast trainer and
 league tests, and its spec."""
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 
 from arena import _core
-from arena.agents import scripted_rpsw as throwers
 from arena.envs.outcomes import EndReason
-from arena.envs.params import RPSW_PARAMS
-from arena.envs.reference.rpsw import RpswReference
-from arena.games.spec import GameSpec
+from arena.games.rpsw import bots as throwers
+from arena.games.rpsw.reference import RpswReference
+from arena.games.spec import GameSpec, Param, core_param_table
 
 EVENTS = ("round_won", "round_lost", "round_drawn")
+# declared once in C++ (RpswGame::params, arena/native/games/rpsw/rpsw.h)
+PARAMS: dict[str, Param] = core_param_table(_core.RpswParams)
 
 
 def core_params(values: dict[str, Any], team_sizes: tuple[int, int]) -> Any:
@@ -50,7 +51,7 @@ BOTS = ("random", "cycle", "biased", "constant", "counter")
 SPEC = GameSpec(
     name="rpsw",
     summary="rock-paper-scissors-well over a fixed number of rounds",
-    params=RPSW_PARAMS,
+    params=PARAMS,
     core_params=core_params,
     events=EVENTS,
     end_reasons=(EndReason.ROUNDS,),
@@ -60,4 +61,5 @@ SPEC = GameSpec(
     noop=lambda values: (0,),
     reference=_reference,
     presets=("rpsw",),
+    core_batch=_core.RpswBatch,
 )

@@ -1,4 +1,4 @@
-"""Named views of a midrange observation row (layout written by arena/native/midrange.h).
+"""Named views of a midrange observation row (layout written by arena/native/games/midrange/midrange.h).
 
 Row layout, all ego-centric (bearings relative to the fighter's velocity, sin positive = left):
 - self (8): alive, speed/VT, bearing to arena centre sin/cos, distance to boundary/10 km,

@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from arena.envs.midrange_obs import FIGHTER, SELF, MidrangeObsLayout
 from arena.games import require
+from arena.games.midrange.obs import FIGHTER, SELF, MidrangeObsLayout
 
 _S = {name: i for i, name in enumerate(SELF)}
 _F = {name: i for i, name in enumerate(FIGHTER)}
-FIRE_HEAD = 2  # midrange action heads: rudder, throttle, fire (1: launch); ACTION_NVEC in scripted_midrange
+FIRE_HEAD = 2  # midrange action heads: rudder, throttle, fire (1: launch); ACTION_NVEC in bots.py
 
 # name, unit, how to read it from (self features [n, 8], nearest enemy [n, 9], decision seconds [n])
 QUANTITIES: tuple[tuple[str, str], ...] = (

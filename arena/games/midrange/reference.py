@@ -1,4 +1,5 @@
-"""NumPy reference of the midrange game (arena/native/midrange.h), for parity tests and reading.
+"""NumPy reference of the midrange game (arena/native/games/midrange/midrange.h), for parity tests and
+reading.
 
 ``MidrangeReference`` has the face of ``arena._core.MidrangeBatch``: the same parameters, seeds,
 output buffers (as attributes, rewritten by every step), auto-reset and world state. The physics
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.envs.reference.common import (
+from arena.envs.reference import (
     END_NONE,
     END_TIME_LIMIT,
     OUTCOME_NONE,
@@ -22,7 +23,7 @@ from arena.envs.reference.common import (
     env_seed,
     mix64,
 )
-from arena.envs.reference.midrange_physics import (
+from arena.games.midrange.physics import (
     ACTION_NVEC,
     DEFAULT_PARAMS,
     EV_FIRED,

@@ -1,5 +1,5 @@
-"""Goofspiel, the simultaneous-move bidding card game (``arena/native/goofspiel.h``): its spec,
-its NumPy reference and its scripted bots.
+"""Goofspiel, the simultaneous-move bidding card game (``arena/native/games/goofspiel/goofspiel.h``):
+its spec, its NumPy reference and its scripted bots.
 
 Each player holds the cards 1..N (``num_cards``); N prize cards are turned up one at a time
 (``points_order``: highest first, or drawn at random), both players bid a card from their hand at
@@ -20,17 +20,14 @@ import numpy as np
 from arena import _core
 from arena.agents.scripted import ScriptedAgent
 from arena.envs.outcomes import EndReason, Outcome
-from arena.envs.reference.common import END_NONE, END_ROUNDS, env_seed, mix64, rng_uniform
-from arena.games.spec import GameSpec, Param
+from arena.envs.reference import END_NONE, END_ROUNDS, env_seed, mix64, rng_uniform
+from arena.games.spec import GameSpec, Param, core_param_table
 
 MAX_CARDS = int(_core.GOOFSPIEL_MAX_CARDS)
-POINTS_ORDERS = ("descending", "random")  # the core's codes 0 and 1
 EVENTS = ("prizes_won", "prizes_lost", "prizes_tied")
-PARAMS: dict[str, Param] = {
-    "num_cards": Param(13, int, 1, MAX_CARDS, "cards in each hand and in the prize deck"),
-    "points_order": Param("descending", str, 0, 0, "prize cards turned up highest first, or at random",
-                          choices=POINTS_ORDERS),
-}
+# declared once in C++ (GoofspielGame::params, arena/native/games/goofspiel/goofspiel.h)
+PARAMS: dict[str, Param] = core_param_table(_core.GoofspielParams)
+POINTS_ORDERS = PARAMS["points_order"].choices  # the names of the core's codes 0, 1, ...
 
 
 def obs_dim(num_cards: int) -> int:
@@ -270,4 +267,5 @@ SPEC = GameSpec(
     reference=lambda: GoofspielReference,
     presets=("goofspiel",),
     action_mask=lambda values, team_sizes: (0, int(values["num_cards"])),
+    core_batch=_core.GoofspielBatch,
 )

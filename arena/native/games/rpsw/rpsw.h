@@ -79,4 +79,29 @@ ARENA_HD void step(const Params& p, State& s, const int32_t* actions, EnvOut out
 }
 
 }  // namespace rpsw
+
+// Rpsw's face to the batched runner (games.h lists it).
+struct RpswGame {
+  using Params = rpsw::Params;
+  using State = rpsw::State;
+  struct Ctx {
+    Params p;
+  };
+  static constexpr const char* name = "rpsw";
+  static constexpr int action_dims = rpsw::NUM_ACTION_DIMS;
+  static constexpr int num_events = rpsw::NUM_EVENTS;
+  static constexpr IntLimit limits[] = {{"NUM_THROWS", rpsw::NUM_THROWS}, {"OBS_DIM", rpsw::OBS_DIM}};
+  static constexpr ParamField<Params> params[] = {
+      ParamField<Params>::integer("rounds", &Params::rounds, 1.0, 10000.0, "throws per match")};
+  static Ctx make_ctx(const Params& p) { return Ctx{p}; }
+  ARENA_HD static int agents(const Ctx&) { return 2; }
+  ARENA_HD static int obs_dim(const Ctx&) { return rpsw::OBS_DIM; }
+  ARENA_HD static int action_n(const Ctx&, int) { return rpsw::NUM_THROWS; }
+  ARENA_HD static void reset(const Ctx& c, State& s) { rpsw::reset(c.p, s); }
+  ARENA_HD static void observe(const Ctx& c, const State& s, float* obs) { rpsw::observe(c.p, s, obs); }
+  ARENA_HD static void step(const Ctx& c, State& s, const int32_t* actions, EnvOut out) {
+    rpsw::step(c.p, s, actions, out);
+  }
+};
+
 }  // namespace arena

@@ -1,5 +1,5 @@
 // Midrange air combat: beyond-visual-range missile fights on a 2-D plane.
-// docs/midrange.md is the specification; arena/envs/reference/midrange*.py
+// docs/midrange.md is the specification; arena/games/midrange/{reference,physics}.py
 // is the NumPy twin of this file, operation for operation. Change both together.
 //
 // Everything here is host/device code: one call steps one env, so the CPU thread

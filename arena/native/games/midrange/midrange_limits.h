@@ -1,6 +1,6 @@
 // Bounds of the inputs on which the midrange physics stays finite: the world-state ranges that
 // bindings.cpp checks in set_world_state, and the speeds at which one physics step is stable for
-// given parameters. arena/envs/params.py (check_midrange_consistency) checks game parameters
+// given parameters. arena/games/midrange/params.py (check_midrange_consistency) checks game parameters
 // against the same speed limits; change both together.
 #pragma once
 

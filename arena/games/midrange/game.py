@@ -1,4 +1,4 @@
-"""Midrange air combat, 1v1 to 4v4 (``arena/native/midrange.h``; the model's equations and
+"""Midrange air combat, 1v1 to 4v4 (``arena/native/games/midrange/midrange.h``; the model's equations and
 constants are in ``docs/midrange.md``): the game's spec."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from arena import _core
-from arena.agents import scripted_midrange as pilots
-from arena.envs.midrange_obs import (
+from arena.envs.outcomes import EndReason
+from arena.games.midrange import bots as pilots
+from arena.games.midrange.obs import (
     FIGHTER,
     LEGAL_FEATURES,
     MISSILE,
@@ -20,9 +21,10 @@ from arena.envs.midrange_obs import (
     SPEED_SCALE_MS,
     MidrangeObsLayout,
 )
-from arena.envs.outcomes import EndReason
-from arena.envs.params import MIDRANGE_PARAMS, check_midrange_consistency
-from arena.envs.reference.midrange import MidrangeReference
+from arena.games.midrange.params import MIDRANGE_PARAMS, check_midrange_consistency
+from arena.games.midrange.reference import MidrangeReference
+from arena.games.midrange.rewards import TERMS
+from arena.games.midrange.shots import ShotRecorder
 from arena.games.spec import GameSpec
 
 EVENTS = ("fired", "hits", "kills", "was_hit", "died", "left_arena", "missed", "evaded")
@@ -128,4 +130,7 @@ SPEC = GameSpec(
     alive_column=SELF.index("alive"),
     action_mask=legal_columns,
     max_team=int(_core.MIDRANGE_MAX_TEAM),
+    core_batch=_core.MidrangeBatch,
+    reward_terms=TERMS,
+    shot_recorder=ShotRecorder,
 )

@@ -1,4 +1,4 @@
-"""NumPy reference of rock-paper-scissors-well (arena/native/rpsw.h), batched over envs.
+"""NumPy reference of rock-paper-scissors-well (arena/native/games/rpsw/rpsw.h), batched over envs.
 
 A match is ``rounds`` simultaneous throws; the player with more round wins takes it. Same face
 as ``arena._core.RpswBatch``: output buffers as attributes, auto-reset, ``world_state()``.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arena.envs.reference.common import (
+from arena.envs.reference import (
     END_NONE,
     END_ROUNDS,
     OUTCOME_DRAW,

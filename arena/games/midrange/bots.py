@@ -1,6 +1,6 @@
 """Scripted midrange pilots: a uniform random pilot and a rule-based BVR pilot.
 
-Both read only the observation (layout in ``arena/envs/midrange_obs.py``) and decide every row
+Both read only the observation (layout in ``arena/games/midrange/obs.py``) and decide every row
 at once with numpy. Angles are relative to the fighter's nose, positive to the LEFT, as the
 observation's bearings and the rudder are.
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arena.agents.scripted import ScriptedAgent
-from arena.envs.midrange_obs import (
+from arena.games.midrange.obs import (
     ACTION_NVEC,
     FIGHTER,
     MISSILE,

@@ -162,8 +162,11 @@ struct GoofspielGame {
   static constexpr int num_events = goofspiel::NUM_EVENTS;
   static constexpr bool has_action_mask = true;
   static constexpr IntLimit limits[] = {{"MAX_CARDS", goofspiel::MAX_CARDS}};
-  static constexpr IntParam<Params> int_params[] = {{"num_cards", &Params::num_cards},
-                                                    {"points_order", &Params::points_order}};
+  using P = ParamField<Params>;
+  static constexpr P params[] = {
+      P::integer("num_cards", &Params::num_cards, 1.0, goofspiel::MAX_CARDS, "cards in each hand and in the prize deck"),
+      P::choice("points_order", &Params::points_order, "descending|random",
+                "prize cards turned up highest first, or at random")};
   static Ctx make_ctx(const Params& p) { return Ctx{p}; }
   ARENA_HD static int agents(const Ctx&) { return 2; }
   ARENA_HD static int obs_dim(const Ctx& c) { return goofspiel::obs_dim(c.p); }
