@@ -18,7 +18,7 @@ from arena.games.spec import Param
 from arena.league.config import LeagueConfig
 from arena.league.published import published_checkpoints
 from arena.trainer.config import PolicyConfig, TrainerConfig
-from arena.trainer.health import HealthConfig
+from arena.trainer.telemetry.health import HealthConfig
 
 
 def _game_config(name: str, game: str, params: dict[str, Param]) -> type:

@@ -58,15 +58,15 @@ from arena.rewards import build_reward
 from arena.sweep import RESULTS_FILE, launch, plan, results
 from arena.trainer.checkpoint import checkpoints_written
 from arena.trainer.config import PolicyConfig, TrainerConfig
-from arena.trainer.dashboard import Dashboard
 from arena.trainer.distributed import Collective, launched_by_torchrun
-from arena.trainer.health import HealthMonitor, health_metrics
-from arena.trainer.loggers import NoneLogger, make_logger
 from arena.trainer.opponents import FixedMix
 from arena.trainer.placement import placement
 from arena.trainer.ppo import RESUME_OVERRIDES, PPOTrainer, trainer_env
 from arena.trainer.run_lock import RunDirInUseError, RunLock
 from arena.trainer.stages import StageSchedule, parse_stages
+from arena.trainer.telemetry.dashboard import Dashboard
+from arena.trainer.telemetry.health import HealthMonitor, health_metrics
+from arena.trainer.telemetry.loggers import NoneLogger, make_logger
 
 logger = logging.getLogger("arena.train")
 

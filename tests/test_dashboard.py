@@ -9,8 +9,8 @@ import math
 import pytest
 from rich.console import Console
 
-from arena.trainer.dashboard import Dashboard
-from arena.trainer.health import (
+from arena.trainer.telemetry.dashboard import Dashboard
+from arena.trainer.telemetry.health import (
     HealthKind,
     HealthMonitor,
     HealthThresholds,
@@ -78,7 +78,7 @@ def test_off_a_terminal_each_update_is_one_plain_line_with_sps_and_win_rates():
 
 def test_sps_is_measured_from_steps_when_the_trainer_does_not_report_it(monkeypatch):
     clock = iter([0.0, 10.0, 12.0])
-    monkeypatch.setattr("arena.trainer.dashboard.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("arena.trainer.telemetry.dashboard.time.perf_counter", lambda: next(clock))
     stream = io.StringIO()
     dashboard = Dashboard(total_steps=100_000, stream=stream)
     dashboard.update({}, step=1000)
@@ -181,7 +181,7 @@ def test_metric_names_with_a_path_prefix_are_recognised():
 def test_the_monitor_logs_each_kind_once_per_window_of_updates(caplog):
     monitor = HealthMonitor(every_updates=10)
     bad = HEALTHY | {"approx_kl": 0.2}
-    with caplog.at_level(logging.WARNING, logger="arena.trainer.health"):
+    with caplog.at_level(logging.WARNING, logger="arena.trainer.telemetry.health"):
         for _ in range(25):
             assert kinds(monitor.update(bad, progress=0.5)) == {HealthKind.HIGH_APPROX_KL}
     logged = [r for r in caplog.records if "approx_kl" in r.getMessage()]

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from arena.config import compose_run_config
-from arena.trainer.health import HealthConfig, HealthKind, HealthMonitor, check_health, find_metric
-from arena.trainer.metric_names import SB3_NAMES, sb3_metrics
+from arena.trainer.telemetry.health import HealthConfig, HealthKind, HealthMonitor, check_health, find_metric
+from arena.trainer.telemetry.metric_names import SB3_NAMES, sb3_metrics
 
 HEALTHY = {
     "policy_loss": -0.012,

@@ -14,7 +14,7 @@ from arena.league.__main__ import main as league_cli
 from arena.league.gauntlet import Gauntlet, gauntlet_metrics, metric_name
 from arena.league.store import GauntletRecord
 from arena.train import main
-from arena.trainer.dashboard import Dashboard
+from arena.trainer.telemetry.dashboard import Dashboard
 
 FAST = [
     "env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=32", "trainer.num_threads=1",

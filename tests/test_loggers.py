@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from wandb_run_reader import isolate_wandb, offline_run
 
-from arena.trainer.loggers import (
+from arena.trainer.telemetry.loggers import (
     JsonlLogger,
     Logger,
     MultiLogger,

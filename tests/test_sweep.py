@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from arena.config import config_dir
 from arena.sweep import objective, plan
 from arena.train import main
-from arena.trainer.loggers import JsonlLogger
+from arena.trainer.telemetry.loggers import JsonlLogger
 
 # One update a trial, scored by its PPO loss, which depends on the drawn ent_coef: the trials score apart.
 TINY = ["trainer.total_timesteps=1", "trainer.num_envs=8", "sweep.objective=loss"]

@@ -22,8 +22,8 @@ from arena.league.store import LEAGUE_DB, META_DECAY, LeagueStore
 from arena.league.training import LEADERBOARD_COLUMNS, LeagueRun
 from arena.league.view import RatingCurves, leaderboard_rows
 from arena.trainer.config import PolicyConfig, TrainerConfig
-from arena.trainer.loggers import artifact_name, make_logger
 from arena.trainer.ppo import PPOTrainer
+from arena.trainer.telemetry.loggers import artifact_name, make_logger
 
 LEAGUE_RUN = [
     "env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=32", "trainer.num_threads=1",

@@ -27,7 +27,7 @@ from pathlib import Path
 from arena.config import compose_run_config
 from arena.league.timing import LEAGUE_PARTS
 from arena.train import build_reward_fn, build_trainer, open_league
-from arena.trainer.loggers import make_logger
+from arena.trainer.telemetry.loggers import make_logger
 
 GOAL = 0.03
 GAUNTLET_GOAL = 0.05

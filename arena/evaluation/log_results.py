@@ -23,7 +23,7 @@ import numpy as np
 
 from arena.evaluation.round_robin import RoundRobinResult
 from arena.evaluation.runner import MatchResult
-from arena.trainer.loggers import Logger, MultiLogger, make_logger
+from arena.trainer.telemetry.loggers import Logger, MultiLogger, make_logger
 
 RESULT_COLUMNS = ("a", "b", "games", "wins", "draws", "losses", "score", "score_lo", "score_hi", "elo",
                   "elo_lo", "elo_hi", "games_per_second")

@@ -1,7 +1,7 @@
 """PPO+LSTM training: rollout (``evaluate``), update (``train``), metrics (``mean_and_log``), checkpoints.
 
-Names are imported on first use, so ``arena.trainer.loggers`` and ``arena.trainer.dashboard`` load
-without torch.
+Names are imported on first use, so ``arena.trainer.telemetry.loggers`` and
+``arena.trainer.telemetry.dashboard`` load without torch.
 """
 
 from __future__ import annotations

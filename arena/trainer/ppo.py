@@ -57,11 +57,11 @@ from arena.trainer.distributed import Collective, Shard
 from arena.trainer.events import Matchmaker, UpdateFinished, UpdateListener
 from arena.trainer.experience import Experience, Minibatch
 from arena.trainer.kickstart import Kickstart, KickstartSchedule
-from arena.trainer.metric_names import sb3_metrics
 from arena.trainer.opponents import FixedMix, Opponents, opponent_value_classes
 from arena.trainer.rollout import RewardFn, Rollout
 from arena.trainer.shared_matchmaker import SharedMatchmaker
 from arena.trainer.stats import RolloutStats
+from arena.trainer.telemetry.metric_names import sb3_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -460,8 +460,8 @@ class PPOTrainer:
     def mean_and_log(self) -> dict[str, float]:
         """Metrics since the previous call: SPS, episodes, outcomes per opponent, losses, time split; and
         the Stable-Baselines3 names of these (``train/approx_kl``, ``rollout/ep_rew_mean``, ``time/fps``,
-        ... see ``arena.trainer.metric_names``). Then the update is over: its ``UpdateFinished`` goes to
-        the update listeners, whose metrics join these."""
+        ... see ``arena.trainer.telemetry.metric_names``). Then the update is over: its
+        ``UpdateFinished`` goes to the update listeners, whose metrics join these."""
         now = time.perf_counter()
         elapsed = max(now - self._log_time, 1e-9)
         metrics: dict[str, float] = {

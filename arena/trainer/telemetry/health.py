@@ -13,7 +13,7 @@ Rules (thresholds in ``HealthThresholds``):
 
 Metric names are matched exactly, as the last part of a path (``losses/approx_kl``) or by their
 Stable-Baselines3 name (``train/approx_kl``, ``train/clip_fraction``, ``train/entropy_loss`` (minus
-the entropy), ...; see ``arena.trainer.metric_names``).
+the entropy), ...; see ``arena.trainer.telemetry.metric_names``).
 
 The thresholds and the logging interval are set in the run config's ``health`` block
 (``HealthConfig``), e.g. ``python -m arena.train health.max_approx_kl=0.1 health.every_updates=20``.
@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
-from arena.trainer.metric_names import arena_value
+from arena.trainer.telemetry.metric_names import arena_value
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from arena.trainer.health import HealthKind, HealthWarning, find_metric
+from arena.trainer.telemetry.health import HealthKind, HealthWarning, find_metric
 
 LOSSES = (
     ("policy_loss", "pl"),
