@@ -28,6 +28,8 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,9 +55,11 @@ def _to_plain(cfg: Any) -> Any:
     return cfg
 
 
-def builtin_terms() -> dict[str, type[Reward]]:
+@cache
+def builtin_terms() -> Mapping[str, type[Reward]]:
     """Every short name a reward config can give as ``_target_``: the terms every game can use and
-    each game's own (``GameSpec.reward_terms``), which never reuse a name."""
+    each game's own (``GameSpec.reward_terms``), which never reuse a name. Built once (the games are
+    fixed by the core), read-only."""
     terms = dict(GENERIC_TERMS)
     for game in games.GAMES:
         for short, cls in games.spec(game).reward_terms.items():
@@ -63,7 +67,7 @@ def builtin_terms() -> dict[str, type[Reward]]:
                 raise RuntimeError(f"reward term {short!r} of game {game!r} reuses the name of "
                                    f"{terms[short]!r}")
             terms[short] = cls
-    return terms
+    return MappingProxyType(terms)
 
 
 def resolve_target(name: str, target: Any) -> type[Reward]:
@@ -77,7 +81,7 @@ def resolve_target(name: str, target: Any) -> type[Reward]:
     elif "." not in target:
         raise RewardError(
             f"reward term {name!r}: unknown built-in term {target!r}; built-ins: "
-            f"{', '.join(sorted(builtin_terms()))}; or give a dotted path such as my_pkg.rewards.MyReward"
+            f"{', '.join(sorted(builtins))}; or give a dotted path such as my_pkg.rewards.MyReward"
         )
     else:
         module_name, _, attr = target.rpartition(".")

@@ -28,7 +28,7 @@ from arena.rewards.base import Reward, RewardError, StepBatch, TorchStepBatch
 if TYPE_CHECKING:
     from torch import Tensor
 
-def _divide(x: Tensor, divisor: float) -> Tensor:
+def divide_as_numpy(x: Tensor, divisor: float) -> Tensor:
     """``x / divisor`` rounded as numpy rounds it: CUDA turns a division by a Python number into a
     multiplication by its reciprocal (not bit-identical), a division by a tensor it does not."""
     import torch
@@ -36,7 +36,7 @@ def _divide(x: Tensor, divisor: float) -> Tensor:
     return x / torch.tensor(divisor, dtype=x.dtype, device=x.device)
 
 
-def _where0(mask: Tensor, value: Tensor) -> Tensor:
+def where_or_zero(mask: Tensor, value: Tensor) -> Tensor:
     """``np.where(mask, value, 0.0)`` on float32 values."""
     import torch
 
@@ -109,7 +109,7 @@ class Stalemate(Reward):
         import torch
 
         stalemate = batch.done_rows.to(torch.bool) & (batch.outcome_reward == 0)
-        return _where0(stalemate, torch.full_like(batch.outcome_reward, -1.0, dtype=torch.float32))
+        return where_or_zero(stalemate, torch.full_like(batch.outcome_reward, -1.0, dtype=torch.float32))
 
 
 class PotentialShaping(Reward):
@@ -166,7 +166,7 @@ class PotentialShaping(Reward):
         ended = batch.done_rows
         if self.bootstrap_truncation:
             ended = ended & ~batch.truncations
-        after = _where0(~ended, after)
+        after = where_or_zero(~ended, after)
         return after * float(np.float32(gamma)) - before
 
     def __call__(self, batch: StepBatch) -> np.ndarray:

@@ -36,7 +36,7 @@ from arena.games.midrange.missile_reach import MissileModel
 from arena.games.midrange.obs import FIGHTER, MISSILE, RANGE_SCALE_M, SELF, SPEED_SCALE_MS, MidrangeObsLayout
 from arena.games.midrange.params import MIDRANGE_PARAMS
 from arena.rewards.base import Reward, RewardError, StepBatch, TorchStepBatch
-from arena.rewards.terms import Event, PotentialShaping, _divide, _where0
+from arena.rewards.terms import Event, PotentialShaping, divide_as_numpy, where_or_zero
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -204,7 +204,7 @@ class Pointing(AdvantageShaping):
         phi = enemy[:, ENEMY_BEARING_COS]
         if self.zero_sum:
             phi = phi - enemy[:, ENEMY_ASPECT_COS]
-        return _where0(valid, phi)
+        return where_or_zero(valid, phi)
 
 
 class Energy(AdvantageShaping):
@@ -232,8 +232,8 @@ class Energy(AdvantageShaping):
         phi = me[:, SELF_SPEED]
         if self.zero_sum:
             nearest, valid = self.nearest_enemy_torch(batch, obs)
-            return _where0(valid, phi - nearest[:, ENEMY_SPEED])
-        return _where0(me[:, SELF_ALIVE] > 0.5, phi)
+            return where_or_zero(valid, phi - nearest[:, ENEMY_SPEED])
+        return where_or_zero(me[:, SELF_ALIVE] > 0.5, phi)
 
 
 class Closing(MidrangeShaping):
@@ -264,7 +264,7 @@ class Closing(MidrangeShaping):
     def torch_potential(self, batch: TorchStepBatch, obs: Tensor) -> Tensor:
         nearest, valid = self.nearest_enemy_torch(batch, obs)
         range_m = (nearest[:, ENEMY_RANGE] * RANGE_SCALE_M).clamp(max=self.max_range_m)
-        return _where0(valid, _divide(-range_m, self.range_scale_m))
+        return where_or_zero(valid, divide_as_numpy(-range_m, self.range_scale_m))
 
 
 class MissileClosing(MidrangeShaping):
@@ -300,12 +300,12 @@ class MissileClosing(MidrangeShaping):
         for block, sign in ((layout.own_missiles(obs), 1.0), (layout.threats(obs), -1.0)):
             present = block[:, :, MISSILE_PRESENT] > 0.5
             closing = block[:, :, MISSILE_CLOSING].clamp(min=0.0) * (SPEED_SCALE_MS / 1000.0)
-            closing = _where0(present, closing)
+            closing = where_or_zero(present, closing)
             summed = closing[:, 0]
             for k in range(1, closing.shape[1]):  # left to right, the order numpy adds a few columns in
                 summed = summed + closing[:, k]
             total = total + summed * sign
-        return _where0(alive, total)
+        return where_or_zero(alive, total)
 
 
 class MissileReach(MidrangeShaping):
@@ -383,7 +383,7 @@ class MissileReach(MidrangeShaping):
         fighter_vt = float(params.get("fighter_vt", MIDRANGE_PARAMS["fighter_vt"].default))
         enemies = layout.enemies(obs)
         enemy_alive = (enemies[:, :, ENEMY_PRESENT] > 0.5) & (enemies[:, :, ENEMY_ALIVE] > 0.5)
-        enemy_speed = _where0(enemy_alive, enemies[:, :, ENEMY_SPEED]).max(dim=1).values * fighter_vt
+        enemy_speed = where_or_zero(enemy_alive, enemies[:, :, ENEMY_SPEED]).max(dim=1).values * fighter_vt
         my_speed = own[:, SELF_SPEED] * fighter_vt
         total = torch.zeros(len(obs), dtype=torch.float64, device=obs.device)
         scale = torch.tensor(self.scale_m, dtype=torch.float64, device=obs.device)
@@ -463,8 +463,8 @@ class LaunchAngle(Reward):
         target, found = _launch_target_torch(layout, batch.obs_before, game_cone)
         cos = target[:, ENEMY_BEARING_COS].clamp(-1.0, 1.0)
         off = torch.acos(cos) * torch.tensor(_DEGREES_F32, dtype=cos.dtype, device=cos.device)
-        price = _divide(off, cone).clamp(max=1.0)
-        return _where0(launched & found, -price)
+        price = divide_as_numpy(off, cone).clamp(max=1.0)
+        return where_or_zero(launched & found, -price)
 
 
 class Boundary(Reward):
@@ -487,8 +487,8 @@ class Boundary(Reward):
     def torch_call(self, batch: TorchStepBatch) -> Tensor:
         own = layout_of(self, batch).self_features(batch.obs_after)
         distance_m = own[:, SELF_BOUNDARY] * RANGE_SCALE_M
-        penalty = (1.0 - _divide(distance_m, self.margin_m)).clamp(0.0, 1.0)
-        return _where0(own[:, SELF_ALIVE] > 0.5, -penalty)
+        penalty = (1.0 - divide_as_numpy(distance_m, self.margin_m)).clamp(0.0, 1.0)
+        return where_or_zero(own[:, SELF_ALIVE] > 0.5, -penalty)
 
 
 #: short names usable as ``_target_`` in reward configs (``GameSpec.reward_terms``)
