@@ -16,7 +16,7 @@ from omegaconf import MISSING
 from arena.games import GAMES, spec
 from arena.games.spec import Param
 from arena.league.config import LeagueConfig
-from arena.league.published import published_checkpoints
+from arena.league.model.published import published_checkpoints
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.telemetry.health import HealthConfig
 
@@ -115,15 +115,39 @@ class StageConfig:
 
 
 @dataclass
-class SweepConfig:
-    """A sweep (``python -m arena.train -m ...``, e.g. ``-m +sweep=rpsw``): each trial trains in
-    ``runs/sweeps/<name>/<trial number>`` and returns to the sweeper the mean of metric ``objective``
-    (a key of metrics.jsonl) over its last ``window`` records; ``hydra.sweeper.direction`` says whether
-    the study maximises or minimises it."""
+class SweepSamplerConfig:
+    """Optuna's TPE sampler: ``seed`` (None: a fresh draw each time), ``n_startup_trials`` random draws
+    before it models the results."""
 
-    name: str = "${env.name}-${now:%Y%m%d-%H%M%S}"
+    seed: int | None = 0
+    n_startup_trials: int = 10
+
+
+@dataclass
+class SweepConfig:
+    """A sweep (``python -m arena.train -m ...``, e.g. ``-m +sweep=rpsw``; ``arena.sweep``): an Optuna
+    study named ``name`` in ``storage`` (None: ``sqlite:///<hydra.sweep.dir>/study.db``, the folder
+    being ``runs/sweeps/<name>``), ``n_trials`` finished trials (complete or pruned), each training in
+    ``<folder>/<trial number>`` and scored by the mean of metric ``objective`` (a key of metrics.jsonl)
+    over its last ``window`` records, which the study maximises or minimises (``direction``).
+    ``params``: the search space (key -> hydra sweep expression). ``workers`` processes run trials at
+    once, each with its share of the cores. ``pruner`` (none, median, hyperband) stops trials whose
+    intermediate objective lags, after ``prune_warmup`` of their steps. ``heartbeat_s``: a running
+    trial's heartbeat; one silent for twice as long (its process was killed) is marked failed and
+    asked again."""
+
+    name: str = "${env.name}"
     objective: str = "episode_return"
     window: int = 1
+    direction: str = "maximize"
+    n_trials: int = 8
+    params: dict[str, str] = field(default_factory=dict)
+    storage: str | None = None
+    workers: int = 1
+    pruner: str = "none"
+    prune_warmup: float = 0.25
+    heartbeat_s: int = 30
+    sampler: SweepSamplerConfig = field(default_factory=SweepSamplerConfig)
 
 
 @dataclass

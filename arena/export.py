@@ -4,7 +4,7 @@
 
 ``CKPT`` is any policy file arena reads: a trainer checkpoint (``checkpoints/trainer.pt``), a league
 snapshot (``league/snapshots/<player>.pt``) or a file written by ``save_policy_snapshot``; or
-``league:RUN_DIR``, the single network that league publishes (``arena.league.published``). The
+``league:RUN_DIR``, the single network that league publishes (``arena.league.model.published``). The
 exported model computes ``Policy.forward_step`` for ``n`` rows (``n`` is free; equal to float32 rounding):
 
     inputs   obs            float32 [n, obs_dim]            the observation rows, as arena's env gives them
@@ -45,8 +45,8 @@ from torch import Tensor, nn
 
 from arena.agents.policy import Policy, policy_from_payload, read_torch_file
 from arena.atomic import atomic_path
-from arena.league.published import published
-from arena.league.snapshots import sha256_file, verify_snapshot
+from arena.league.model.published import published
+from arena.league.model.snapshots import sha256_file, verify_snapshot
 from arena.trainer.checkpoint import CHECKPOINT_FORMAT
 
 logger = logging.getLogger(__name__)

@@ -5,6 +5,7 @@ one parser of them (``parse_player``).
 - ``"scripted:<name>"``: a scripted bot of the game (``arena.agents.scripted.SCRIPTED_BOTS``);
 - ``"checkpoint:<path>"`` or a path to an existing file: a policy file;
 - ``"league:<run_dir>"``: what the league in that run directory publishes;
+- ``"sb3:<path>.zip"``: a Stable-Baselines3 model (``arena.agents.sb3``);
 - anything else: an id some other part registered (a league's players), or a missing file.
 
 Parsing a name needs nothing but the name (and whether a file of that name exists), so this module
@@ -23,7 +24,8 @@ MIRROR = "mirror"
 SCRIPTED_PREFIX = "scripted:"
 CHECKPOINT_PREFIX = "checkpoint:"
 LEAGUE_PREFIX = "league:"
-PlayerKind = Literal["mirror", "scripted", "checkpoint", "league", "id"]
+SB3_PREFIX = "sb3:"
+PlayerKind = Literal["mirror", "scripted", "checkpoint", "league", "sb3", "id"]
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,10 @@ class PlayerSpec:
 
     @property
     def id(self) -> str:
-        """The canonical id: ``mirror``, ``scripted:<name>``, the path, or the id itself."""
-        return SCRIPTED_PREFIX + self.name if self.kind == "scripted" else self.name
+        """The canonical id: ``mirror``, ``scripted:<name>``, ``sb3:<path>``, the path, or the id itself."""
+        if self.kind == "scripted":
+            return SCRIPTED_PREFIX + self.name
+        return SB3_PREFIX + self.name if self.kind == "sb3" else self.name
 
 
 def parse_player(spec: str) -> PlayerSpec:
@@ -59,6 +63,11 @@ def parse_player(spec: str) -> PlayerSpec:
         if not bare:
             raise ValueError(f"player spec {spec!r} names no run directory: use 'league:<run_dir>'")
         return PlayerSpec("league", bare)
+    if spec.startswith(SB3_PREFIX):
+        bare = spec.removeprefix(SB3_PREFIX)
+        if not bare:
+            raise ValueError(f"player spec {spec!r} names no file: use 'sb3:<path>.zip'")
+        return PlayerSpec("sb3", bare)
     if os.path.isfile(spec):
         return PlayerSpec("checkpoint", spec)
     return PlayerSpec("id", spec)

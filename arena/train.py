@@ -12,17 +12,17 @@ Hydra config groups (see ``configs/``): ``env`` (midrange, midrange_2v2, midrang
     python -m arena.train +league=alphastar league.snapshot.every_steps=500000
     python -m arena.train --cfg                             # print the resolved config and exit
 
-Sweeps (hydra's multirun, ``-m``; see ``arena.sweep`` and ``configs/sweep/``)::
+Sweeps (``-m``: an Optuna study; see ``arena.sweep``, ``configs/sweep/`` and docs/tuning.md)::
 
     python -m arena.train -m +sweep=rpsw                    # an Optuna study on the tiny game (minutes)
-    python -m arena.train -m +sweep=rpsw hydra.sweeper.n_trials=20 'trainer.clip_coef=interval(0.1,0.3)'
-    python -m arena.train -m +sweep=rpsw sweep.objective=win_rate/scripted:random sweep.window=5
+    python -m arena.train -m +sweep=rpsw sweep.n_trials=20 'trainer.clip_coef=interval(0.1,0.3)'
+    python -m arena.train -m +sweep=rpsw sweep.workers=2 sweep.pruner=median
     python -m arena.train -m +sweep=rpsw --cfg              # print the trials' config and search space
 
 Trial N trains in ``runs/sweeps/<sweep.name>/N`` and scores the mean of ``sweep.objective`` (a key of
 metrics.jsonl; default ``episode_return``) over its last ``sweep.window`` records, which the study
-maximises or minimises as ``hydra.sweeper.direction`` says (``+sweep=rpsw``: maximize; Optuna's own
-default: minimize); the best parameters and value land in
+maximises (``sweep.direction``). The study lives in ``runs/sweeps/<sweep.name>/study.db``: the same
+command resumes it. The best parameters and value land in
 ``runs/sweeps/<sweep.name>/optimization_results.yaml``.
 
 The run directory holds ``config.yaml`` (resolved), ``checkpoints/trainer.pt`` (written atomically
@@ -45,17 +45,18 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from arena.config import compose_run_config, opponent_mix
 from arena.league.config import league_config
-from arena.league.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
-from arena.league.store import LEAGUE_DB
-from arena.league.training import LeagueRun
+from arena.league.model.store import LEAGUE_DB
+from arena.league.run.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
+from arena.league.run.league_run import LeagueRun
 from arena.rewards import build_reward
-from arena.sweep import RESULTS_FILE, launch, plan, results
+from arena.sweep.plan import plan
+from arena.sweep.study import RESULTS_FILE, launch, results
 from arena.trainer.checkpoint import checkpoints_written
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.distributed import Collective, launched_by_torchrun
@@ -68,6 +69,7 @@ from arena.trainer.telemetry.dashboard import Dashboard
 from arena.trainer.telemetry.health import HealthMonitor, health_metrics
 from arena.trainer.telemetry.loggers import NoneLogger, make_logger
 
+RecordListener = Callable[[dict[str, float], int], None]  # (metrics, learner step) of each record
 logger = logging.getLogger("arena.train")
 
 ENV_META_KEYS = ("name", "team_sizes", "device")
@@ -200,10 +202,12 @@ def open_league(cfg: Any, run_dir: Path, resuming: bool = False, learner_checkpo
                      learner_checkpoints=learner_checkpoints)
 
 
-def run(cfg: Any, collective: Any = None) -> Path:
+def run(cfg: Any, collective: Any = None, on_record: RecordListener | None = None) -> Path:
     """Trains as configured (holding the run directory's lock); returns the run directory. With
     ``collective`` this process is one rank of a data-parallel run: rank 0 chooses the run directory
-    and the checkpoint to resume, and holds the lock."""
+    and the checkpoint to resume, and holds the lock. ``on_record(metrics, step)`` hears every record
+    rank 0 logs (a sweep's trial reports its objective so); an exception it raises stops the run as
+    any failure does, after the checkpoint."""
     main = collective is None or collective.is_main
     found: tuple[str, str | None] | BaseException | None = None
     if main:
@@ -226,13 +230,14 @@ def run(cfg: Any, collective: Any = None) -> Path:
     if not main:
         return _train(cfg, run_dir, resume_path, collective)
     with RunLock(run_dir):  # one writer per run directory
-        return _train(cfg, run_dir, resume_path, collective)
+        return _train(cfg, run_dir, resume_path, collective, on_record)
 
 
-def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = None) -> Path:
+def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = None,
+           on_record: RecordListener | None = None) -> Path:
     from omegaconf import OmegaConf
 
-    ranks = None  # league.exploiter_ranks: exploiters train on the last ranks (arena.league.exploiter_ranks)
+    ranks = None  # league.exploiter_ranks: exploiters train on the last ranks (league/run/exploiter_ranks.py)
     if collective is not None and cfg.league is not None and bool(cfg.league.get("exploiter_ranks", False)):
         layout, main_collective = split_ranks(league_config(cfg.league, str(cfg.env.name)), collective,
                                               str(cfg.trainer.device))
@@ -300,6 +305,8 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
                     league_run.log_views(log, trainer.global_step)
                 log.log(metrics, step=trainer.global_step)
                 dashboard.update(metrics, trainer.global_step, warnings)
+                if on_record is not None:
+                    on_record(metrics, trainer.global_step)
     except KeyboardInterrupt:
         interrupted = True
         logger.warning("interrupted at step %d%s", trainer.global_step,
@@ -309,7 +316,7 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
         raise
     finally:
         if league_run is not None and main and not failed:
-            try:  # the last snapshot is a judged one (arena/league/guard.py); its gauntlet logged
+            try:  # the last snapshot is a judged one (arena/league/run/guard.py); its gauntlet logged
                 if league_run.finish(trainer.global_step):
                     log.log(league_run.metrics(), step=trainer.global_step)
             except (Exception, KeyboardInterrupt):  # the checkpoint below matters more
@@ -401,27 +408,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _sweep(overrides: list[str], show_config: bool) -> int:
-    """``-m``: checks the sweep, then runs its trials through hydra (``arena.sweep``)."""
+    """``-m``: checks the sweep, then runs its Optuna study (``arena.sweep``)."""
     from omegaconf import OmegaConf
 
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         sweep = plan(overrides)
     except (ValueError, FileNotFoundError) as exc:
         print(f"arena.train: error: {exc}", file=sys.stderr)
         return 2
     if show_config:
-        print(OmegaConf.to_yaml({k: v for k, v in sweep.config.items() if k != "hydra"}))
-        print("# the sweep: hydra.sweeper (its search space: params) and hydra.sweep.dir")
-        print(OmegaConf.to_yaml({"hydra": {"sweeper": {**sweep.config.hydra.sweeper, "params": sweep.space},
-                                           "sweep": {"dir": str(sweep.sweep_dir)}}}))
+        print(OmegaConf.to_yaml({k: v for k, v in sweep.config.items() if k not in ("hydra", "sweep")}))
+        print("# the sweep: its settings, search space (params) and folder")
+        settings = OmegaConf.to_container(sweep.config.sweep, resolve=True)
+        assert isinstance(settings, dict)
+        space = {k: d.expression for k, d in sweep.space.items()}
+        print(OmegaConf.to_yaml({"sweep": {**settings, "params": space, "storage": sweep.storage},
+                                 "hydra": {"sweep": {"dir": str(sweep.sweep_dir)}}}))
         return 0
     print(sweep.describe(), flush=True)
     try:
         status = launch(sweep, run)
     except KeyboardInterrupt as exc:
-        print(f"arena.train: sweep interrupted ({exc or 'Ctrl-C'}); its trials so far: {sweep.sweep_dir}",
-              file=sys.stderr)
+        print(f"arena.train: sweep interrupted ({exc or 'Ctrl-C'}); its trials so far: {sweep.sweep_dir}; "
+              "the same command resumes the study", file=sys.stderr)
         return 130
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"arena.train: error: {exc}", file=sys.stderr)
+        return 2
     if status != 0:
         return status
     print(f"sweep directory: {sweep.sweep_dir} (trial N trained in {sweep.sweep_dir}/N)")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from arena.bench.learn_scratch import holding
-from arena.league.store import GauntletRecord
+from arena.league.model.store import GauntletRecord
 
 
 def gauntlet(*wins: int, reference: str = "scripted:heuristic") -> list[GauntletRecord]:

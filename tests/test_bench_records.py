@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.league.store import GauntletRecord
+from arena.league.model.store import GauntletRecord
 
 MACHINE_KEYS = {"bench", "command", "commit", "cpus", "cpu", "date"}
 

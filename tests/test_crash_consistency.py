@@ -15,7 +15,7 @@ import pytest
 from arena.bench.crash import kill_and_resume
 from arena.config import compose_run_config
 from arena.league import LEAGUE_DB, League, LeagueStore
-from arena.league.players import Player
+from arena.league.model.players import Player
 from arena.train import main
 from arena.trainer.checkpoint import checkpoints_written, load_checkpoint
 from arena.trainer.run_lock import RunDirInUseError, RunLock
@@ -130,7 +130,7 @@ def test_every_match_is_tagged_with_the_checkpoints_its_learner_had_written(leag
 
 
 def _store_with_tagged_matches(path: Path) -> LeagueStore:
-    from arena.league.ratings import Ratings
+    from arena.league.model.ratings import Ratings
 
     store = LeagueStore(path)
     store.add_player(Player("learner", "learner"))
@@ -147,7 +147,7 @@ def _store_with_tagged_matches(path: Path) -> LeagueStore:
 
 
 def test_rollback_removes_the_matches_after_the_checkpoint_and_rerates_nothing_else(tmp_path):
-    from arena.league.ratings import Ratings
+    from arena.league.model.ratings import Ratings
 
     store = _store_with_tagged_matches(tmp_path / LEAGUE_DB)
     before = store.rating_history()
@@ -169,7 +169,7 @@ def test_rollback_removes_the_matches_after_the_checkpoint_and_rerates_nothing_e
 
 
 def test_rollback_rerates_the_remaining_matches_after_the_first_removed_one(tmp_path):
-    from arena.league.ratings import Ratings
+    from arena.league.model.ratings import Ratings
 
     store = _store_with_tagged_matches(tmp_path / LEAGUE_DB)
     # an exploiter's match (not the learner's) between removed ones stays and is re-rated
@@ -270,7 +270,7 @@ def test_a_lock_left_by_a_killed_run_is_taken_over(tmp_path, caplog):
 
 
 def test_readers_open_the_league_read_only_while_a_run_holds_the_lock(league_run, tmp_path):
-    from arena.league.view import show
+    from arena.league.view.plots import show
 
     run_dir = _copy(league_run, tmp_path)
     files = _tree(run_dir)
@@ -347,7 +347,7 @@ def test_a_snapshot_that_no_longer_matches_its_sha256_stops_the_resume_naming_th
 # ---------------------------------------------------------------------------------------- file names
 
 def test_snapshot_files_have_portable_names_and_old_colon_names_still_load(league_run, tmp_path):
-    from arena.league.player_cache import load_frozen_policy
+    from arena.league.matchmaking.player_cache import load_frozen_policy
 
     snapshots = [p for p in _store_players(league_run) if p.kind == "snapshot"]
     assert snapshots and all(":" not in Path(str(p.path)).name for p in snapshots)

@@ -7,7 +7,7 @@ import torch
 
 from arena.agents.policy import Policy
 from arena.evaluate import main
-from arena.league.league import League
+from arena.league.model.league import League
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -11,9 +11,9 @@ from arena.agents.policy import Policy
 from arena.evaluate import main
 from arena.evaluation.round_robin import default_anchor, play_round_robin
 from arena.evaluation.runner import MatchSettings
-from arena.league.league import League
-from arena.league.players import Player, snapshot_id
-from arena.league.snapshots import write_snapshot
+from arena.league.model.league import League
+from arena.league.model.players import Player, snapshot_id
+from arena.league.model.snapshots import write_snapshot
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -17,7 +17,7 @@ import torch
 
 from arena.agents.policy import Policy
 from arena.export import INPUT_NAMES, METADATA_FILE, OUTPUT_NAMES, main
-from arena.league.snapshots import write_snapshot
+from arena.league.model.snapshots import write_snapshot
 from arena.trainer.checkpoint import save_policy_snapshot
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.ppo import PPOTrainer

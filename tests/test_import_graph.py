@@ -225,3 +225,57 @@ def test_a_cycle_is_reported_as_the_path_that_closes_it():
     cycles = _cycles(edges)
     assert len(cycles) == 1
     assert cycles[0][:4] == ["a", "b", "c", "a"]
+
+
+# The league's rooms, lowest first (docs/architecture.md, "The league's rooms"): a room imports only the
+# rooms of its own layer or below. timing and config are single modules the rooms above the model read.
+LEAGUE_LAYERS = (
+    ("arena.league.model",),
+    ("arena.league.timing", "arena.league.matchmaking"),
+    ("arena.league.config",),
+    ("arena.league.view",),
+    ("arena.league.run",),
+)
+
+
+def _league_layer(module: str) -> int | None:
+    for depth, rooms in enumerate(LEAGUE_LAYERS):
+        if any(_contains(room, module) for room in rooms):
+            return depth
+    return None
+
+
+def league_layer_violations(edges: dict[str, set[str]]) -> list[str]:
+    """Edges from a league room to a room of a higher layer."""
+    found = []
+    for module, targets in sorted(edges.items()):
+        here = _league_layer(module)
+        if here is None:
+            continue
+        found += [f"{module} imports {target}" for target in sorted(targets)
+                  if (there := _league_layer(target)) is not None and there > here]
+    return found
+
+
+def test_each_league_room_imports_only_the_rooms_below_it():
+    edges, _ = _graph()
+    assert any(m.startswith("arena.league.run.") for m in edges), "the scan sees the league's rooms"
+    violations = league_layer_violations(edges)
+    assert not violations, "league rooms importing upwards:\n" + "\n".join(violations)
+
+
+def test_a_league_room_importing_upwards_is_reported():
+    edges = {"arena.league.model.payoff": {"arena.league.run.guard"},
+             "arena.league.run.guard": {"arena.league.model.payoff"}}
+    assert league_layer_violations(edges) == ["arena.league.model.payoff imports arena.league.run.guard"]
+
+
+def test_the_trainer_core_does_not_import_its_telemetry_back():
+    """Telemetry (loggers, dashboard, health) reads the PPO core's metrics; the core may hand them
+    over, but telemetry never imports the core's modules."""
+    edges, _ = _graph()
+    upward = sorted(f"{m} imports {t}" for m, targets in edges.items()
+                    if _contains("arena.trainer.telemetry", m)
+                    for t in targets
+                    if _contains("arena.trainer", t) and not _contains("arena.trainer.telemetry", t))
+    assert not upward, "\n".join(upward)

@@ -7,7 +7,7 @@ import numpy as np
 from arena.agents.policy import load_policy
 from arena.config import compose_run_config
 from arena.games.goofspiel.exploitability import GoofspielTree, exploitability, mixture_probs, policy_probs
-from arena.league.published import published
+from arena.league.model.published import published
 
 
 def test_the_equilibrium_league_brings_its_regularised_trainer_unless_the_command_names_one():

@@ -11,8 +11,9 @@ import torch
 from arena.agents.policy import Policy
 from arena.league import LEAGUE_DB, LeagueStore, Player
 from arena.league.__main__ import main as league_cli
-from arena.league.gauntlet import Gauntlet, gauntlet_metrics, metric_name
-from arena.league.store import GauntletRecord
+from arena.league.model.store import GauntletRecord
+from arena.league.run.gauntlet import Gauntlet, gauntlet_metrics
+from arena.league.view.metric_names import metric_name
 from arena.train import main
 from arena.trainer.telemetry.dashboard import Dashboard
 

@@ -1,6 +1,6 @@
 """The guard: a main-learner snapshot that falls clearly below the best one is not published (the best
 one's weights are); after guard_patience such drops in a row the learner is restored from the best
-snapshot (arena/league/guard.py)."""
+snapshot (arena/league/run/guard.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,16 @@ from arena.agents.policy import Policy, load_policy
 from arena.games.rpsw.bots import THROWS
 from arena.league.__main__ import main as league_cli
 from arena.league.config import league_config
-from arena.league.guard import GuardScore, best_snapshot, guard_score, rejects
-from arena.league.store import GauntletRecord
-from arena.league.training import CANDIDATE_FILE, REJECTED_DIR, LeagueRun
+from arena.league.model.store import GauntletRecord
+from arena.league.run.guard import (
+    CANDIDATE_FILE,
+    REJECTED_DIR,
+    GuardScore,
+    best_snapshot,
+    guard_score,
+    rejects,
+)
+from arena.league.run.league_run import LeagueRun
 from arena.train import main
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.ppo import PPOTrainer
@@ -308,7 +315,7 @@ def test_a_stopped_or_finished_league_command_ends_with_a_gauntleted_snapshot(tm
     run_dir = tmp_path / "run"
     # during the run, only the first snapshot is gauntleted
     assert main(small_league_command(run_dir, gauntlet_every=100_000)) == 0
-    from arena.league.store import LeagueStore
+    from arena.league.model.store import LeagueStore
 
     with LeagueStore(run_dir / "league.sqlite", read_only=True) as store:
         snapshots = [p for p in store.players() if p.kind == "snapshot" and p.parent == "learner"]

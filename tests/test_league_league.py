@@ -2,10 +2,10 @@
 
 import pytest
 
-from arena.league.league import League
-from arena.league.matchmaking import Matchmaker
-from arena.league.players import Player, snapshot_id
-from arena.league.snapshots import SnapshotGate
+from arena.league.matchmaking.pfsp import Matchmaker
+from arena.league.model.league import League
+from arena.league.model.players import Player, snapshot_id
+from arena.league.model.snapshots import SnapshotGate
 
 
 def populate(league: League) -> None:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from arena.league.matchmaking import (
+from arena.league.matchmaking.pfsp import (
     Matchmaker,
     f_hard,
     f_var,
@@ -11,8 +11,8 @@ from arena.league.matchmaking import (
     pfsp_probabilities,
     score_for_pfsp,
 )
-from arena.league.payoff import PayoffTable
-from arena.league.players import Player, Pool, snapshot_id
+from arena.league.model.payoff import PayoffTable
+from arena.league.model.players import Player, Pool, snapshot_id
 
 
 def make_pool(n_snapshots: int = 3, n_scripted: int = 2) -> Pool:

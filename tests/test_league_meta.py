@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from arena.league.meta import META_KEY, MetaGame, nash
+from arena.league.model.meta import META_KEY, MetaGame, nash
 
 
 def test_the_nash_of_rock_paper_scissors_is_uniform():
@@ -36,8 +36,8 @@ def test_the_meta_game_grows_one_row_at_a_time_and_round_trips_through_the_store
 
 
 def test_a_psro_league_trains_against_and_publishes_its_meta_strategy(tmp_path):
-    from arena.league.published import published
-    from arena.league.store import LEAGUE_DB, LeagueStore
+    from arena.league.model.published import published
+    from arena.league.model.store import LEAGUE_DB, LeagueStore
     from arena.train import main as train
 
     run_dir = tmp_path / "psro"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from arena.league.payoff import PayoffTable
+from arena.league.model.payoff import PayoffTable
 
 
 def test_counts_are_mirror_images_for_the_two_orders():

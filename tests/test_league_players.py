@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from arena.league.players import Player, Pool, snapshot_id
+from arena.league.model.players import Player, Pool, snapshot_id
 
 
 def test_snapshot_ids_are_stable_and_sortable():

@@ -12,8 +12,8 @@ from arena.agents.mixture import MixtureAgent
 from arena.agents.players import resolve_player
 from arena.agents.policy import Policy
 from arena.config import opponent_mix
-from arena.league.published import published
-from arena.league.store import LEAGUE_DB, LeagueStore
+from arena.league.model.published import published
+from arena.league.model.store import LEAGUE_DB, LeagueStore
 from arena.player_specs import parse_player
 from arena.train import main as train
 

@@ -6,7 +6,7 @@ import random
 import pytest
 import trueskill
 
-from arena.league.ratings import Ratings
+from arena.league.model.ratings import Ratings
 
 PARAMS = {"mu": 25.0, "sigma": 25 / 3, "beta": 25 / 6, "tau": 25 / 300, "draw_probability": 0.1}
 

@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
-from arena.league import snapshots
-from arena.league.snapshots import (
+from arena.league.model import snapshots
+from arena.league.model.snapshots import (
     SnapshotGate,
     SnapshotIntegrityError,
     load_snapshot,
@@ -122,9 +122,8 @@ def test_another_rank_loads_a_snapshot_only_when_its_bytes_are_the_ones_the_leag
 
     from arena.agents.policy import Policy
     from arena.league import League, Player
-    from arena.league.learner import freeze_policy, snapshot_state
-    from arena.league.player_cache import PlayerCache
-    from arena.league.training import LeagueMatchmaker
+    from arena.league.matchmaking.player_cache import PlayerCache
+    from arena.league.run.learner import LeagueMatchmaker, freeze_policy, snapshot_state
     from arena.trainer.opponents import Opponents
     from arena.trainer.snapshot_copies import PlayerFile, SnapshotCopies
 

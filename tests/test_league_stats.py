@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from arena.league.stats import (
+from arena.league.model.stats import (
     bradley_terry,
     elo_difference,
     elo_from_score,

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arena.league.payoff import PayoffTable
-from arena.league.players import Player
-from arena.league.ratings import Ratings
-from arena.league.store import LEAGUE_DB, LeagueStore
+from arena.league.model.payoff import PayoffTable
+from arena.league.model.players import Player
+from arena.league.model.ratings import Ratings
+from arena.league.model.store import LEAGUE_DB, LeagueStore
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,9 +40,9 @@ match = namespace["match"]
 
 CHILD = MATCH_SRC + '''
 import sys
-from arena.league.players import Player
-from arena.league.ratings import Ratings
-from arena.league.store import LeagueStore
+from arena.league.model.players import Player
+from arena.league.model.ratings import Ratings
+from arena.league.model.store import LeagueStore
 
 store = LeagueStore(sys.argv[1])
 for p in [Player("learner", "learner"), Player("scripted:random", "scripted"),

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from arena.league import LEAGUE_DB, League, LeagueStore, PayoffTable, sha256_file, snapshot_id
-from arena.league.ratings import TwoTeamRatings
-from arena.league.store import META_DECAY, META_RATINGS
+from arena.league.model.ratings import TwoTeamRatings
+from arena.league.model.store import META_DECAY, META_RATINGS
 from arena.train import main
 from arena.trainer.checkpoint import checkpoints_written, load_checkpoint
 

@@ -13,12 +13,12 @@ import torch
 from arena.agents.policy import Policy, load_policy
 from arena.league import League, Player, Ratings, SnapshotGate, SnapshotIntegrityError, sha256_file
 from arena.league.config import league_config
-from arena.league.learner import LeagueLearner, freeze_policy
-from arena.league.matchmaking import UpdateMatchmaker
-from arena.league.player_cache import PlayerCache
-from arena.league.ratings import TwoTeamRatings
+from arena.league.matchmaking.pfsp import UpdateMatchmaker
+from arena.league.matchmaking.player_cache import PlayerCache
+from arena.league.model.ratings import TwoTeamRatings
+from arena.league.run.league_run import LeagueRun
+from arena.league.run.learner import LeagueLearner, freeze_policy
 from arena.league.timing import LeagueTimer
-from arena.league.training import LeagueRun
 from arena.player_specs import MIRROR
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.opponents import Opponents

@@ -5,9 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from arena.league.league import League
-from arena.league.players import Player, snapshot_id
-from arena.league.view import PAYOFF_PNG, RATING_CURVES_PNG, player_records
+from arena.league.model.league import League
+from arena.league.model.players import Player, snapshot_id
+from arena.league.view.plots import PAYOFF_PNG, RATING_CURVES_PNG, player_records
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,7 @@ def test_player_records_count_each_side_and_skip_mirror_matches(tmp_path):
 
 
 def test_a_bounded_view_keeps_every_reference_the_learners_newest_snapshots_and_the_best_rated():
-    from arena.league.view import RECENT_SNAPSHOTS, shown_players
+    from arena.league.view.plots import RECENT_SNAPSHOTS, shown_players
 
     players = [Player("learner", "learner"), Player("scripted:random", "scripted"),
                Player("main_exploiter", "main_exploiter")]
@@ -87,7 +87,7 @@ def test_a_bounded_view_keeps_every_reference_the_learners_newest_snapshots_and_
 
 
 def test_show_draws_the_leagues_bounded_set_and_every_player_with_all(tmp_path):
-    from arena.league.view import show
+    from arena.league.view.plots import show
 
     run_dir = tmp_path / "run"
     league = League.open(run_dir)

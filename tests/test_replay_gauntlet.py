@@ -13,7 +13,7 @@ import torch
 from arena.agents.players import game_spaces
 from arena.agents.policy import Policy
 from arena.league.config import league_config
-from arena.league.gauntlet import Gauntlet
+from arena.league.run.gauntlet import Gauntlet
 from arena.replay.file import load_replay
 from arena.replay.simulate import check_replay
 

@@ -1,4 +1,5 @@
-"""`python -m arena.train -m ...`: a real Optuna study on rpsw, and the checks a sweep passes first."""
+"""`python -m arena.train -m ...`: real Optuna studies on rpsw in SQLite (resume, a killed trial asked
+again, two workers, pruning), and the checks a sweep passes first."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
+import optuna
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from arena.config import config_dir
-from arena.sweep import objective, plan
+from arena.sweep.plan import distribution, plan
+from arena.sweep.study import INTERRUPTED_KEY, _pruner, _Reporter, objective, storage_of
 from arena.train import main
+from arena.trainer.config import available_cores
 from arena.trainer.telemetry.loggers import JsonlLogger
 
 # One update a trial, scored by its PPO loss, which depends on the drawn ent_coef: the trials score apart.
@@ -24,8 +29,8 @@ TINY = ["trainer.total_timesteps=1", "trainer.num_envs=8", "sweep.objective=loss
 
 
 def _declared_space() -> dict:
-    """configs/sweep/rpsw.yaml's search space, parsed as the sweeper parses it."""
-    params = OmegaConf.load(config_dir() / "sweep" / "rpsw.yaml").hydra.sweeper.params
+    """configs/sweep/rpsw.yaml's search space, parsed as the sweep parses it."""
+    params = OmegaConf.load(config_dir() / "sweep" / "rpsw.yaml").sweep.params
     parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()])
     return {o.key_or_group: o for o in parsed}
 
@@ -44,12 +49,12 @@ def _mean_of_last(run_dir: Path, metric: str, window: int) -> float:
 
 
 def test_an_optuna_study_on_rpsw_trains_each_trial_in_its_own_run_dir_and_names_the_best(tmp_path):
-    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "hydra.sweeper.n_trials=3",
+    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=3",
                "sweep.name=study", *TINY]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     sweep_dir = tmp_path / "runs" / "sweeps" / "study"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # hydra wrote nothing else here
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # nothing else written here
     assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir()) == ["0", "1", "2"]
     space = _declared_space()
     assert set(space) == {"trainer.learning_rate", "trainer.ent_coef", "trainer.update_epochs"}
@@ -63,12 +68,29 @@ def test_an_optuna_study_on_rpsw_trains_each_trial_in_its_own_run_dir_and_names_
         drawn.append(params)
         scores.append(_mean_of_last(run_dir, cfg.sweep.objective, cfg.sweep.window))
         assert (run_dir / "checkpoints" / "trainer.pt").is_file()
+        assert (run_dir / "train.log").is_file()
     assert len({tuple(sorted(p.items())) for p in drawn}) == 3, drawn
     assert len(set(scores)) == 3, scores
     result = OmegaConf.to_container(OmegaConf.load(sweep_dir / "optimization_results.yaml"))
     assert result["best_value"] == pytest.approx(max(scores), rel=1e-12, abs=1e-12)
     assert result["best_params"] == drawn[scores.index(max(scores))]
     assert "optimization_results.yaml" in done.stdout and str(Path("runs/sweeps/study")) in done.stdout
+    # The study is Optuna's own, in SQLite: what optuna-dashboard opens.
+    study = optuna.load_study(study_name="study", storage=f"sqlite:///{sweep_dir / 'study.db'}")
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 3
+    assert [t.value for t in study.trials] == pytest.approx(scores, rel=1e-12, abs=1e-12)
+    assert [{k: t.params[k] for k in space} for t in study.trials] == drawn
+
+    # The same command resumes the study: the trials are kept, only the missing ones run.
+    again = subprocess.run(command[:5] + ["sweep.n_trials=4"] + command[6:], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=240)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    study = optuna.load_study(study_name="study", storage=f"sqlite:///{sweep_dir / 'study.db'}")
+    assert len(study.trials) == 4 and [t.value for t in study.trials[:3]] == pytest.approx(scores, abs=1e-12)
+    assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir()) == ["0", "1", "2", "3"]
+    same = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    storage = f"sqlite:///{sweep_dir / 'study.db'}"
+    assert same.returncode == 0 and len(optuna.load_study(study_name="study", storage=storage).trials) == 4
 
 
 def test_the_objective_is_the_mean_of_a_metric_over_the_last_records_holding_it(tmp_path):
@@ -105,7 +127,7 @@ def test_a_misspelt_key_in_a_command_line_sweep_is_refused_before_any_trial(tmp_
 
 def test_a_misspelt_key_in_the_declared_search_space_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(["-m", "+sweep=rpsw", '++hydra.sweeper.params={trainer.entcoef:"interval(0,1)"}']) == 2
+    assert main(["-m", "+sweep=rpsw", '++sweep.params={trainer.entcoef:"interval(0,1)"}']) == 2
     assert "unknown config key 'trainer.entcoef'" in capsys.readouterr().err
 
 
@@ -120,10 +142,19 @@ def test_a_sweep_refuses_run_dir_since_each_trial_has_its_own(tmp_path, capsys):
     assert "run_dir cannot be set in a sweep" in capsys.readouterr().err
 
 
-def test_a_sweep_refuses_a_folder_that_already_holds_files(tmp_path, capsys):
+def test_a_sweep_refuses_a_folder_that_holds_files_but_no_study_of_its_name(tmp_path, capsys):
     (tmp_path / "optimization_results.yaml").write_text("best_value: 1\n")
     assert main(["-m", "+sweep=rpsw", f"hydra.sweep.dir={tmp_path}"]) == 2
-    assert "already holds files" in capsys.readouterr().err
+    assert "already holds files but" in capsys.readouterr().err
+
+
+def test_a_study_started_with_another_search_space_is_not_resumed_under_its_name(tmp_path, capsys):
+    first = plan(["+sweep=rpsw", f"hydra.sweep.dir={tmp_path}"])
+    optuna.create_study(storage=storage_of(first), study_name="rpsw").set_user_attr(
+        "arena_sweep", {**first.identity(), "space": {"trainer.ent_coef": "interval(0.0, 0.1)"}})
+    assert main(["-m", "+sweep=rpsw", f"hydra.sweep.dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert "study 'rpsw'" in err and "was started with other space" in err and "sweep.name" in err
 
 
 def test_cfg_with_multirun_prints_the_trials_config_and_search_space_and_writes_nothing(
@@ -132,9 +163,10 @@ def test_cfg_with_multirun_prints_the_trials_config_and_search_space_and_writes_
     assert main(["-m", "+sweep=rpsw", "--cfg", "sweep.name=s", "trainer.clip_coef=interval(0.1,0.3)"]) == 0
     out = OmegaConf.create(capsys.readouterr().out)
     assert out.env.name == "rpsw" and out.sweep.name == "s" and out.sweep.objective == "episode_return"
-    assert out.hydra.sweeper.direction == "maximize" and out.hydra.sweep.dir == "runs/sweeps/s"
-    assert out.hydra.sweeper.params["trainer.clip_coef"] == "interval(0.1,0.3)"
-    assert "trainer.learning_rate" in out.hydra.sweeper.params
+    assert out.sweep.direction == "maximize" and out.hydra.sweep.dir == "runs/sweeps/s"
+    assert out.sweep.storage == "sqlite:///runs/sweeps/s/study.db"
+    assert out.sweep.params["trainer.clip_coef"] == "interval(0.1,0.3)"
+    assert "trainer.learning_rate" in out.sweep.params
     assert list(tmp_path.iterdir()) == []
 
 
@@ -147,7 +179,7 @@ def test_the_sweep_group_is_accepted_without_a_plus_and_a_fixed_value_leaves_the
 
 
 def test_ctrl_c_during_a_trial_checkpoints_it_and_stops_the_whole_sweep(tmp_path):
-    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "hydra.sweeper.n_trials=3",
+    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=3",
                "sweep.name=s", "trainer.total_timesteps=10000000", "trainer.num_envs=16"]
     trials = tmp_path / "runs" / "sweeps" / "s"
     with open(tmp_path / "out.txt", "w") as out, open(tmp_path / "err.txt", "w") as err:
@@ -170,3 +202,125 @@ def test_ctrl_c_during_a_trial_checkpoints_it_and_stops_the_whole_sweep(tmp_path
     assert "sweep interrupted (trial 0 stopped at step" in err
     assert (trials / "0" / "checkpoints" / "trainer.pt").is_file()
     assert not (trials / "1").exists() and not (trials / "optimization_results.yaml").exists()
+    trial = optuna.load_study(study_name="s", storage=f"sqlite:///{trials / 'study.db'}").trials[0]
+    assert trial.state == optuna.trial.TrialState.FAIL and trial.user_attrs[INTERRUPTED_KEY] is True
+
+
+def _study(tmp_path: Path, name: str) -> optuna.Study:
+    path = tmp_path / "runs" / "sweeps" / name / "study.db"
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{path}")
+
+
+def test_a_killed_trial_is_marked_failed_and_its_parameters_asked_again(tmp_path):
+    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=1", "sweep.name=k",
+               "sweep.heartbeat_s=1", "trainer.total_timesteps=30000", "trainer.num_envs=8"]
+    metrics = tmp_path / "runs" / "sweeps" / "k" / "0" / "metrics.jsonl"
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):  # until trial 0 has logged an update (at most 2 minutes)
+            if metrics.is_file() and metrics.read_text().strip() or process.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert process.poll() is None, "trial 0 ended before it could be killed"
+        process.send_signal(signal.SIGKILL)  # no checkpoint, no word to the study: a dead machine
+        process.wait(timeout=30)
+    finally:
+        process.kill()
+    (killed,) = _study(tmp_path, "k").trials
+    assert killed.state == optuna.trial.TrialState.RUNNING  # as the storage last heard of it
+    time.sleep(3)  # its heartbeat (1 s) has been silent for longer than the grace period (2 s)
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    first, retry = _study(tmp_path, "k").trials
+    assert first.state == optuna.trial.TrialState.FAIL
+    assert retry.state == optuna.trial.TrialState.COMPLETE and retry.params == first.params
+    with warnings.catch_warnings():  # Optuna marks the heartbeat API experimental
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        assert optuna.storages.RetryHeartbeatStaleTrialCallback.retried_trial_number(retry) == 0
+    assert (tmp_path / "runs" / "sweeps" / "k" / "1" / "checkpoints" / "trainer.pt").is_file()
+
+
+def test_two_workers_run_one_study_each_with_its_share_of_the_cores(tmp_path):
+    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=4", "sweep.name=w",
+               "sweep.workers=2", *TINY]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    trials = _study(tmp_path, "w").trials
+    complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(complete) >= 4 and len(trials) <= 5  # a worker may start one more as the other finishes
+    share = max(1, available_cores() // 2)
+    for trial in complete:
+        cfg = OmegaConf.load(Path(trial.user_attrs["run_dir"]) / "config.yaml")
+        assert cfg.trainer.num_threads == share and cfg.trainer.torch_threads == share
+    assert len({t.user_attrs["pid"] for t in complete}) == 2  # both workers ran trials
+    assert "optimization_results.yaml" in done.stdout
+
+
+def test_a_trial_reports_its_running_objective_and_the_median_pruner_stops_a_laggard(tmp_path):
+    sweep = plan(["+sweep=rpsw", f"hydra.sweep.dir={tmp_path}", "sweep.pruner=median", "sweep.window=2",
+                  "sweep.prune_warmup=0.5", "trainer.total_timesteps=1000",
+                  "sweep.sampler.n_startup_trials=2"])
+    study = optuna.create_study(direction="maximize", pruner=_pruner(sweep))
+    for score in (1.0, 2.0):  # two finished trials that scored well at every step
+        trial = study.ask()
+        for step in (200, 600, 1000):
+            trial.report(score, step)
+        study.tell(trial, score)
+    laggard = study.ask()
+    reporter = _Reporter(laggard, "episode_return", window=2)
+    reporter({"entropy": 1.0}, 100)  # records without the objective are not reports
+    reporter({"episode_return": -1.0}, 200)  # below the median, but inside the warm-up: goes on
+    reporter({"episode_return": 0.0}, 400)
+    assert study.trials[laggard.number].intermediate_values == {200: -1.0, 400: -0.5}
+    with pytest.raises(optuna.TrialPruned, match="episode_return = -0.25 at step 600"):
+        reporter({"episode_return": -0.5}, 600)
+    leader = study.ask()
+    good = _Reporter(leader, "episode_return", window=1)
+    good({"episode_return": 3.0}, 600)  # above the median: not pruned
+
+
+@pytest.mark.parametrize("line,kind,low,high,log", [
+    ("a=interval(0.1, 0.3)", "float", 0.1, 0.3, False),
+    ("a=tag(log, interval(1e-4, 1e-2))", "float", 1e-4, 1e-2, True),
+    ("a=tag(int, interval(1, 8))", "int", 1, 8, False),
+    ("a=tag(int, log, interval(1, 64))", "int", 1, 64, True),
+])
+def test_an_interval_becomes_an_optuna_range(line, kind, low, high, log):
+    (override,) = OverridesParser.create().parse_overrides([line])
+    d = distribution(override).distribution
+    cls = optuna.distributions.FloatDistribution if kind == "float" else optuna.distributions.IntDistribution
+    assert isinstance(d, cls) and (d.low, d.high, d.log) == (low, high, log)
+
+
+def test_choice_and_range_become_categories_that_write_back_as_the_command_line_wrote_them():
+    parsed = OverridesParser.create().parse_overrides(["a=choice(1, 2, 4)", "b=range(0, 6, 2)",
+                                                       "c=choice(adam, sgd)"])
+    a, b, c = (distribution(o) for o in parsed)
+    assert a.distribution.choices == (1, 2, 4) and a.override(4) == "a=4"
+    assert b.distribution.choices == (0, 2, 4) and b.sample() == "b=0"
+    assert c.override("sgd") == "c=sgd"
+
+
+@pytest.mark.parametrize("line,message", [
+    ("a=tag(log, interval(0, 1))", "a log interval needs lo > 0"),
+    ("a=tag(int, interval(0.5, 2))", "an int interval needs integer ends"),
+    ("a=tag(cube, interval(0, 1))", r"tags \['cube'\] are not understood"),
+    ("a=tag(log, choice(1, 2))", "tags apply to an interval"),
+    ("a=interval(1, 1)", "needs finite lo < hi"),
+])
+def test_a_sweep_optuna_cannot_draw_from_is_refused_by_name(line, message):
+    (override,) = OverridesParser.create().parse_overrides([line])
+    with pytest.raises(ValueError, match=message):
+        distribution(override)
+
+
+@pytest.mark.parametrize("override,message", [
+    ("sweep.pruner=fast", "sweep.pruner='fast' must be one of"),
+    ("sweep.direction=up", "sweep.direction='up' must be one of"),
+    ("sweep.workers=0", "sweep.workers=0"),
+])
+def test_bad_sweep_settings_are_refused_before_any_trial(tmp_path, monkeypatch, capsys, override, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(["-m", "+sweep=rpsw", override]) == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

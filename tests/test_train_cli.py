@@ -154,7 +154,8 @@ def test_cfg_prints_the_resolved_config_and_trains_nothing(tmp_path, capsys):
     assert main(["--cfg", "env=rpsw", f"run_dir={run_dir}", "sweep.objective=win_rate/scripted:random"]) == 0
     out = OmegaConf.create(capsys.readouterr().out)
     assert out.env.name == "rpsw" and out.run_dir == str(run_dir) and "hydra" not in out
-    assert out.sweep.objective == "win_rate/scripted:random" and out.sweep.name.startswith("rpsw-")
+    assert out.sweep.objective == "win_rate/scripted:random"
+    assert out.sweep.name == "rpsw"  # the game's name: the same command resumes its study
     assert not run_dir.exists()
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from arena.league.config import league_config
-from arena.league.training import LeagueRun
+from arena.league.run.league_run import LeagueRun
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.events import UpdateFinished
 from arena.trainer.ppo import PPOTrainer

@@ -314,7 +314,7 @@ def test_overlap_auto_splits_the_envs_unless_frozen_policies_can_be_opponents(tm
     frozen_mix = FixedMix({"mirror": 1.0, f"checkpoint:{path}": 1.0}, redraw=True, seed=5)
     assert len(rpsw_trainer(frozen_mix).rollout.halves) == 1
     from arena.league.config import league_config
-    from arena.league.training import LeagueRun
+    from arena.league.run.league_run import LeagueRun
 
     league = LeagueRun(league_config({"name": "selfplay"}), tmp_path / "league", game="rpsw")
     try:

@@ -17,10 +17,11 @@ from wandb_run_reader import OfflineRun, isolate_wandb, offline_run
 
 from arena.evaluate import main as evaluate
 from arena.league.config import league_config
-from arena.league.gauntlet import metric_name
-from arena.league.store import LEAGUE_DB, META_DECAY, LeagueStore
-from arena.league.training import LEADERBOARD_COLUMNS, LeagueRun
-from arena.league.view import RatingCurves, leaderboard_rows
+from arena.league.model.store import LEAGUE_DB, META_DECAY, LeagueStore
+from arena.league.run.league_run import LeagueRun
+from arena.league.view.metric_names import metric_name
+from arena.league.view.plots import RatingCurves, leaderboard_rows
+from arena.league.view.training_views import LEADERBOARD_COLUMNS
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.ppo import PPOTrainer
 from arena.trainer.telemetry.loggers import artifact_name, make_logger
@@ -216,7 +217,7 @@ def test_the_rating_chart_is_thinned_evenly_keeping_each_curves_ends():
 def test_a_league_larger_than_view_players_logs_only_its_bounded_set(tmp_path, monkeypatch):
     """Per-player keys, the leaderboard and the payoff heatmap hold the league's bounded set
     (``league.view_players``), not the whole pool; the store keeps every player."""
-    from arena.league.view import shown_players
+    from arena.league.view.plots import shown_players
 
     run_dir = tmp_path / "run"
     env = isolate_wandb(monkeypatch, tmp_path / "home")

@@ -5,8 +5,9 @@ A player spec (``arena.player_specs.parse_player``, the one parser of these name
 - ``"scripted:<name>"``: a scripted bot of the game (``SCRIPTED_BOTS`` lists them);
 - ``"checkpoint:<path>"`` or a path to an existing file: a policy file (trainer checkpoint or league
   snapshot);
-- ``"league:<run_dir>"``: what the league in that run directory publishes (``arena.league.published``:
+- ``"league:<run_dir>"``: what the league in that run directory publishes (``arena.league.model.published``:
   its newest judged snapshot, or a mixture of snapshots played one member per match);
+- ``"sb3:<path>.zip"``: a Stable-Baselines3 model (``arena.agents.sb3``);
 - anything else: an id some other part registered (a league's players), or a missing file.
 
 ``resolve_player`` checks the spec once (the file exists, loads, and fits the game's observation
@@ -30,10 +31,11 @@ import arena
 from arena.agents.frozen import PolicyAgent
 from arena.agents.mixture import MixtureAgent
 from arena.agents.policy import Policy, load_policy
+from arena.agents.sb3 import check_model_fits, load_sb3_model, sb3_agent
 from arena.agents.scripted import SCRIPTED_BOTS, make_scripted
-from arena.league.player_cache import load_frozen_policy
-from arena.league.players import Player
-from arena.league.published import published
+from arena.league.matchmaking.player_cache import load_frozen_policy
+from arena.league.model.players import Player
+from arena.league.model.published import published
 from arena.player_specs import SCRIPTED_PREFIX, parse_player
 
 
@@ -90,14 +92,15 @@ class ResolvedPlayer:
     mixture of policies (``members`` with ``weights``; one member drawn per match)."""
 
     spec: str
-    kind: Literal["scripted", "policy", "mixture"]
-    name: str  # "scripted:<bot>", the policy file's path, or the mixture's spec
+    kind: Literal["scripted", "policy", "mixture", "sb3"]
+    name: str  # "scripted:<bot>", the policy file's path, "sb3:<path>", or the mixture's spec
     spaces: GameSpaces
     path: str | None = None
     sha256: str | None = None
     policy: Policy | None = field(default=None, compare=False, repr=False)
     members: tuple[Policy, ...] = field(default=(), compare=False, repr=False)
     weights: tuple[float, ...] = ()
+    model: Any = field(default=None, compare=False, repr=False)  # an SB3 model
 
     def make_agent(self, num_rows: int, seed: int = 0, deterministic: bool = False) -> Agent:
         """A fresh agent (zero state) for ``num_rows`` rows; ``seed`` seeds its random choices."""
@@ -108,12 +111,15 @@ class ResolvedPlayer:
             )
         if self.kind == "mixture":
             return MixtureAgent(self.members, self.weights, num_rows, deterministic=deterministic, seed=seed)
+        if self.kind == "sb3":
+            return sb3_agent(self.model, self.spaces.game, self.spaces.team_sizes, dict(self.spaces.params),
+                             num_rows=num_rows, deterministic=deterministic, seed=seed)
         assert self.policy is not None
         return PolicyAgent(self.policy, num_rows, deterministic=deterministic, seed=seed)
 
 
 def _resolve_published(run_dir: str, spaces: GameSpaces, spec: str) -> ResolvedPlayer:
-    """``league:RUN_DIR``: what the league publishes (``arena.league.published``), its snapshot's
+    """``league:RUN_DIR``: what the league publishes (``arena.league.model.published``), its snapshot's
     policy or a mixture played one member per match."""
     found = published(run_dir)
     policies = []
@@ -158,6 +164,8 @@ def resolve_player(
         return ResolvedPlayer(spec, "scripted", parsed.id, spaces)
     if parsed.kind == "league":
         return _resolve_published(parsed.name, spaces, spec)
+    if parsed.kind == "sb3":
+        return _resolve_sb3(parsed.name, spaces, spec)
     path = parsed.name
     if not os.path.isfile(path):
         hint = ""
@@ -167,6 +175,15 @@ def resolve_player(
     policy = load_policy(path)
     check_policy_fits(policy, spaces, source=f"policy file {path}")
     return ResolvedPlayer(spec, "policy", path, spaces, path=path, sha256=_sha256(path), policy=policy)
+
+
+def _resolve_sb3(path: str, spaces: GameSpaces, spec: str) -> ResolvedPlayer:
+    """``sb3:PATH.zip``: a Stable-Baselines3 model that fits the game's spaces."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Stable-Baselines3 model not found: {path} (player spec {spec!r})")
+    model = load_sb3_model(path)
+    check_model_fits(model, spaces.obs_dim, spaces.action_nvec, f"Stable-Baselines3 model {path}")
+    return ResolvedPlayer(spec, "sb3", spec, spaces, path=path, sha256=_sha256(path), model=model)
 
 
 def check_policy_fits(policy: Policy, spaces: GameSpaces, source: str = "policy") -> None:

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from arena.bench.record import write_record
-from arena.league.ratings import TwoTeamRatings
-from arena.league.snapshots import sha256_file
-from arena.league.store import LEAGUE_DB, META_RATINGS, LeagueStore
+from arena.league.model.ratings import TwoTeamRatings
+from arena.league.model.snapshots import sha256_file
+from arena.league.model.store import LEAGUE_DB, META_RATINGS, LeagueStore
 from arena.trainer.checkpoint import checkpoints_written, load_checkpoint
 
 RUN = ["env=rpsw", "trainer=quick", "+league=selfplay", "dashboard=false", "logger=none",

@@ -43,7 +43,7 @@ from arena.bench.learn_scratch import train_for
 from arena.bench.record import write_record
 from arena.bench.sim import device_rate, random_tape
 from arena.config import compose_run_config
-from arena.league.store import LEAGUE_DB, LeagueStore
+from arena.league.model.store import LEAGUE_DB, LeagueStore
 from arena.train import build_trainer
 
 logger = logging.getLogger("arena.bench.gpu")

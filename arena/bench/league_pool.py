@@ -28,7 +28,7 @@ from typing import Any
 from arena.agents.policy import Policy
 from arena.bench.record import write_record
 from arena.config import compose_run_config
-from arena.league.learner import freeze_policy
+from arena.league.run.learner import freeze_policy
 from arena.league.timing import LEAGUE_PARTS
 from arena.train import build_reward_fn, build_trainer, open_league
 from arena.trainer.stats import TIME_PARTS

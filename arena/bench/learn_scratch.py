@@ -30,10 +30,10 @@ from arena.bench.record import write_record
 from arena.evaluation.runner import MatchSettings, play_match
 from arena.games import spec as game_spec
 from arena.games.midrange.shots import ShotRecorder
-from arena.league.guard import GuardCounts
-from arena.league.player_cache import snapshot_file
-from arena.league.store import LEAGUE_DB, GauntletRecord, LeagueStore
-from arena.league.view import plot_gauntlet
+from arena.league.matchmaking.player_cache import snapshot_file
+from arena.league.model.guard_counts import GuardCounts
+from arena.league.model.store import LEAGUE_DB, GauntletRecord, LeagueStore
+from arena.league.view.plots import plot_gauntlet
 from arena.train import ENV_META_KEYS
 
 POLL_S = 10.0
@@ -199,7 +199,7 @@ def main(args: argparse.Namespace) -> int:
         print(line)
     with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
         guard = GuardCounts.from_meta(store.meta())
-    print(f"guard (arena/league/guard.py): {guard.rejections} candidate(s) rejected (the best snapshot's "
+    print(f"guard (arena/league/run/guard.py): {guard.rejections} candidate(s) rejected (the best snapshot's "
           f"weights published instead), {guard.restores} restore(s) of the learner from its best snapshot")
     final: dict = {}
     if args.final_games:

@@ -16,7 +16,7 @@ import numpy as np
 import arena
 from arena.agents.scripted import ScriptedAgent, make_scripted
 from arena.envs.outcomes import Outcome
-from arena.league import stats
+from arena.league.model import stats
 
 MAX_ENVS = 500
 

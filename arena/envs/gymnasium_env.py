@@ -2,7 +2,10 @@
 
 ``ArenaSingleAgentEnv`` drives team 0's first fighter; every other fighter (its teammates and
 all enemies) is driven by ``opponent``, any callable ``act(obs: float32 [n, obs_dim]) ->
-int [n, action_dims]``, or an object with such an ``act`` method (the scripted agents). With no
+int [n, action_dims]``, or an object with such an ``act`` method (the scripted agents). An ``act``
+that takes ``rows`` and ``episode_start`` (arena's ``Agent`` interface: a policy file or an ``sb3:``
+model from ``arena.agents.players.load_player(spec, game, num_rows=...)``, with one row per other
+fighter) gets them, so it keeps one state per fighter and resets it at each match. With no
 opponent given, a seeded uniform-random policy flies them.
 
 Episode semantics:
@@ -14,11 +17,18 @@ Episode semantics:
   (default) the rest of the match is played out by the opponent policy at once and the step
   that killed the agent returns the outcome as reward with ``terminated=True`` (the agent has
   no decision left, whatever ended the match); otherwise the agent keeps stepping, seeing
-  zeros and having no effect, until the match ends.
+  zeros and having no effect, until the match ends;
+- an action the game forbids in the agent's state (a Goofspiel card already bid) raises a
+  ``ValueError`` naming it (``illegal_action="raise"``, the default), or ends the match as a loss
+  (``illegal_action="loss"``: reward -1, ``terminated``, ``info["illegal_action"]``), PettingZoo's
+  convention for classic games, under which any action of the space can be sent (Stable-Baselines3's
+  ``check_env`` samples them). ``action_masks()`` gives the legal values now (sb3-contrib's
+  ``MaskablePPO`` reads it), also in ``info["action_mask"]``.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +42,7 @@ from arena.envs.vector import VectorEnv
 from arena.games import DEFAULT_GAME, spec
 
 Policy = Callable[[np.ndarray], np.ndarray]
+ILLEGAL_ACTIONS = ("raise", "loss")  # what an action the game forbids does (see the module docstring)
 
 
 class RandomPolicy:
@@ -57,6 +68,15 @@ class RandomPolicy:
             k = (self.rng.random(len(obs)) * block.sum(axis=1)).astype(np.int64)
             actions[:, d] = np.argmax(block & (np.cumsum(block, axis=1) - 1 == k[:, None]), axis=1)
         return actions
+
+
+def takes_rows(act: Callable[..., Any]) -> bool:
+    """Whether an opponent's ``act`` keeps state per row: it takes ``episode_start`` (arena's ``Agent``
+    interface, ``act(obs, rows, episode_start)``, as a loaded checkpoint or an ``sb3:`` model has)."""
+    try:
+        return "episode_start" in inspect.signature(act).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def action_mask_of(env: VectorEnv, obs: np.ndarray) -> np.ndarray | None:
@@ -104,10 +124,15 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
         opponent: Policy | None = None,
         *,
         end_on_death: bool = True,
+        illegal_action: str = "raise",
         render_mode: str | None = None,
         **make_kwargs: Any,
     ) -> None:
         check_single_match(render_mode, make_kwargs)
+        if illegal_action not in ILLEGAL_ACTIONS:
+            raise ValueError(f"illegal_action={illegal_action!r} is not allowed: use one of "
+                             f"{list(ILLEGAL_ACTIONS)}")
+        self.illegal_action = illegal_action
         act = getattr(opponent, "act", opponent)  # a scripted agent, or any callable
         if opponent is not None and not callable(act):
             raise ValueError(
@@ -127,15 +152,20 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
             mask=lambda o: game_spec.mask_of(o, self.vector_env.params, self.vector_env.team_sizes),
         ) if opponent is None else None
         self.opponent: Any = self._random_policy if opponent is None else opponent
-        self._opponent_act: Policy = self._random_policy if self._random_policy is not None else act
+        self._opponent_act: Callable[..., Any] = act if self._random_policy is None else self._random_policy
+        self._opponent_rows = np.arange(self.vector_env.num_agents - 1)
+        self._opponent_takes_rows = opponent is not None and takes_rows(act)
+        self._first_decision = True  # the next step is the match's first (a stateful opponent resets)
         self._actions = np.zeros((self.vector_env.num_agents, len(nvec)), dtype=np.int32)
         self._alive_column = game_spec.alive_column
         self._match_over = True
+        self._obs_row = np.zeros(self.observation_space.shape, np.float32)  # the agent's observation now
         # Lets gymnasium (its env checker, vector envs) re-create this env without a registry entry.
         self.spec = EnvSpec(
             id=f"arena/{game}-single-v0",
             entry_point=f"{__name__}:ArenaSingleAgentEnv",
-            kwargs={"game": game, "opponent": opponent, "end_on_death": end_on_death, **make_kwargs},
+            kwargs={"game": game, "opponent": opponent, "end_on_death": end_on_death,
+                    "illegal_action": illegal_action, **make_kwargs},
         )
 
     def _with_mask(self, info: dict[str, Any], obs_row: np.ndarray) -> dict[str, Any]:
@@ -155,12 +185,18 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
             self._random_policy.reseed(int(self.np_random.integers(0, 2**63)))
         obs, _ = self.vector_env.reset(match_seed)
         self._match_over = False
+        self._first_decision = True
+        self._obs_row = obs[0].copy()
         return obs[0].copy(), self._with_mask({"alive": True}, obs[0])
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self._match_over:
             raise RuntimeError("the match is over (or was never started): call reset() first")
         self._actions[0] = self._checked_action(action)
+        if self.illegal_action == "loss" and not self._legal(self._actions[0]):
+            self._match_over = True  # the agent's team loses at once; the next reset starts a new match
+            info = {"alive": True, "illegal_action": True, "outcome": 1, "episode_length": None}
+            return self._obs_row.copy(), -1.0, True, False, self._with_mask(info, self._obs_row)
         obs, rewards, terminals, truncations, infos = self._step_with_opponent()
         events = {
             name: int(v) for name, v in zip(self.vector_env.event_names, infos["events"][0], strict=True)
@@ -184,7 +220,16 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
                 "end_reason": int(infos["end_reason"][0]),
                 "episode_length": int(infos["episode_length"][0]),
             }
+        self._obs_row = final[0].copy()
         return final[0].copy(), float(rewards[0]), terminated, truncated, self._with_mask(info, final[0])
+
+    def action_masks(self) -> np.ndarray:
+        """The legal values of each action dimension now, concatenated (bool [sum(nvec)]); all True
+        where the game has no mask. sb3-contrib's ``MaskablePPO`` calls it."""
+        mask = action_mask_of(self.vector_env, self._obs_row[None])
+        if mask is None:
+            return np.ones(int(self.action_space.nvec.sum()), bool)
+        return mask[0].astype(bool)
 
     def close(self) -> None:
         self.vector_env.close()
@@ -193,7 +238,13 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _step_with_opponent(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         # A copy: the opponent may keep it or hand it to torch without touching the core's buffer.
-        acts = np.asarray(self._opponent_act(self.vector_env.observations[1:].copy()))
+        obs = self.vector_env.observations[1:].copy()
+        if self._opponent_takes_rows:
+            starts = np.full(len(obs), self._first_decision)
+            acts = np.asarray(self._opponent_act(obs, self._opponent_rows, starts))
+        else:
+            acts = np.asarray(self._opponent_act(obs))
+        self._first_decision = False
         if acts.shape != self._actions[1:].shape:
             raise ValueError(
                 f"opponent returned actions of shape {acts.shape}, expected {self._actions[1:].shape}"
@@ -214,6 +265,11 @@ class ArenaSingleAgentEnv(gym.Env[np.ndarray, np.ndarray]):
                 f"action {action!r} is invalid: allowed {len(nvec)} integers with values in 0..{nvec - 1}"
             )
         return a
+
+    def _legal(self, action: np.ndarray) -> bool:
+        legal = self.action_masks()
+        offsets = np.concatenate([[0], np.cumsum(self.action_space.nvec)[:-1]])
+        return bool(legal[offsets + action].all())
 
     def _alive(self, obs: np.ndarray) -> bool:
         # Midrange writes the fighter's alive flag first in its row (all zeros once dead).

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from arena.agents.players import ResolvedPlayer, game_spaces, resolve_player
-from arena.league.snapshots import verify_snapshot
-from arena.league.store import LEAGUE_DB, LeagueStore
+from arena.league.model.snapshots import verify_snapshot
+from arena.league.model.store import LEAGUE_DB, LeagueStore
 
 logger = logging.getLogger(__name__)
 

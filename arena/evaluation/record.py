@@ -13,8 +13,8 @@ from pathlib import Path
 
 from arena.agents.players import ResolvedPlayer
 from arena.evaluation.runner import MatchResult
-from arena.league.league import League
-from arena.league.players import Player
+from arena.league.model.league import League
+from arena.league.model.players import Player
 
 logger = logging.getLogger(__name__)
 

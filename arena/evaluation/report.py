@@ -6,7 +6,7 @@ import math
 
 from arena.evaluation.round_robin import RoundRobinResult
 from arena.evaluation.runner import MatchResult
-from arena.league.stats import sprt_bounds
+from arena.league.model.stats import sprt_bounds
 
 
 def _elo(x: float) -> str:

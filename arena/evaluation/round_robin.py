@@ -20,7 +20,7 @@ from typing import Any
 from arena.agents.players import ResolvedPlayer
 from arena.evaluation.matchups import DEFAULT_MAX_ENVS, MatchupProgress, play_matchups
 from arena.evaluation.runner import MatchSettings
-from arena.league.stats import BradleyTerryFit, bradley_terry
+from arena.league.model.stats import BradleyTerryFit, bradley_terry
 from arena.player_specs import parse_player
 
 logger = logging.getLogger(__name__)

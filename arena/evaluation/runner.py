@@ -40,7 +40,7 @@ from arena.agents.players import Agent, ResolvedPlayer
 from arena.envs.vector import VectorEnv
 from arena.evaluation.pairing import PairedLayout, PairTally, PlayedMatch, paired_layout
 from arena.games import DEFAULT_GAME
-from arena.league.stats import elo_difference, sprt, sprt_llr, wilson_interval
+from arena.league.model.stats import elo_difference, sprt, sprt_llr, wilson_interval
 
 logger = logging.getLogger(__name__)
 

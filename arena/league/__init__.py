@@ -4,8 +4,7 @@ Importing this package loads neither torch nor matplotlib; snapshot writing and 
 when used.
 """
 
-from arena.league.league import League
-from arena.league.matchmaking import (
+from arena.league.matchmaking.pfsp import (
     SOURCES,
     WEIGHTINGS,
     Matchmaker,
@@ -15,10 +14,11 @@ from arena.league.matchmaking import (
     pfsp_probabilities,
     score_for_pfsp,
 )
-from arena.league.payoff import PayoffTable
-from arena.league.players import PLAYER_KINDS, Player, Pool, snapshot_id
-from arena.league.ratings import RatingEntry, Ratings
-from arena.league.snapshots import (
+from arena.league.model.league import League
+from arena.league.model.payoff import PayoffTable
+from arena.league.model.players import PLAYER_KINDS, Player, Pool, snapshot_id
+from arena.league.model.ratings import RatingEntry, Ratings
+from arena.league.model.snapshots import (
     SnapshotGate,
     SnapshotIntegrityError,
     load_snapshot,
@@ -26,7 +26,7 @@ from arena.league.snapshots import (
     verify_snapshot,
     write_snapshot,
 )
-from arena.league.store import LEAGUE_DB, LeagueState, LeagueStore, MatchRecord, RatingRow
+from arena.league.model.store import LEAGUE_DB, LeagueState, LeagueStore, MatchRecord, RatingRow
 
 __all__ = [
     "LEAGUE_DB",

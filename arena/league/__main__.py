@@ -7,7 +7,7 @@ import sys
 
 from rich.console import Console
 
-from arena.league.view import show
+from arena.league.view.plots import show
 
 
 def main(argv: list[str] | None = None) -> int:

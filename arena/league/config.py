@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.agents.scripted import SCRIPTED_BOTS
-from arena.league.matchmaking import SOURCES, WEIGHTINGS
-from arena.league.players import PLAYER_KINDS
-from arena.league.published import PUBLISH_MODES
+from arena.league.matchmaking.pfsp import SOURCES, WEIGHTINGS
+from arena.league.model.players import PLAYER_KINDS
+from arena.league.model.published import PUBLISH_MODES
 from arena.player_specs import SCRIPTED_PREFIX
 from arena.replay.file import REPLAY_GAMES
 
@@ -43,7 +43,7 @@ class MixConfig:
 
 @dataclass
 class MatchmakingConfig:
-    """How a learner's opponents are drawn at each episode end (see ``arena.league.matchmaking``)."""
+    """How a learner's opponents are drawn at each episode end (see ``arena.league.matchmaking.pfsp``)."""
 
     mix: MixConfig = field(default_factory=MixConfig)
     weighting: str = "hard"  # PFSP: hard (1-x)^p | var x(1-x) | linear_capped min(0.5, 1-x)
@@ -131,7 +131,7 @@ class GauntletConfig:
     and when the best gauntleted snapshot's lowest score lies above its interval by more than
     ``guard_margin``, the snapshot publishes the best snapshot's weights instead; after
     ``guard_patience`` such rejections in a row the learner itself is restored from the best snapshot
-    (``arena.league.guard``)."""
+    (``arena.league.run.guard``)."""
 
     players: list[str] | None = None
     games: int = 200
@@ -158,19 +158,19 @@ class LeagueConfig:
     log_interval: int = 20  # updates between leaderboard / payoff heatmap / per-player ratings
     # players the views show (the logged leaderboard, payoff heatmap and per-player ratings, and
     # ``arena.league show`` without --all): every player that is not a snapshot, the main learner's
-    # newest snapshots, then the best rated (arena.league.view.shown_players); the store keeps all
+    # newest snapshots, then the best rated (arena.league.view.plots.shown_players); the store keeps all
     view_players: int = 64
     seed: int | None = None  # matchmaking seed; None: the trainer's seed
     main_exploiter: MainExploiterConfig | None = None
     league_exploiter: LeagueExploiterConfig | None = None
     gauntlet: GauntletConfig = field(default_factory=GauntletConfig)
     # Under torchrun: the last E ranks each run one of the E exploiters, concurrently with the main
-    # learner, which is data-parallel over the other ranks (``arena.league.exploiter_ranks``).
+    # learner, which is data-parallel over the other ranks (``arena.league.run.exploiter_ranks``).
     exploiter_ranks: bool = False
-    # What the league publishes (``league:RUN_DIR``, ``arena.league.published``): ``newest``, the main
+    # What the league publishes (``league:RUN_DIR``, ``arena.league.model.published``): ``newest``, the main
     # learner's newest (judged) snapshot; ``mixture``, its last ``publish_window`` snapshots with
     # equal weights, one drawn per match (an average of recent policies, as fictitious play averages);
-    # or ``nash``, PSRO's meta-strategy over its snapshots (``arena.league.meta``).
+    # or ``nash``, PSRO's meta-strategy over its snapshots (``arena.league.model.meta``).
     publish: str = "newest"
     publish_window: int = 8
     # PSRO's meta-game (with publish: nash or the matchmaking source nash): games each new snapshot of
@@ -254,7 +254,7 @@ class LeagueConfig:
 
     @property
     def uses_meta_game(self) -> bool:
-        """Whether the league keeps PSRO's meta-game (``arena.league.meta``)."""
+        """Whether the league keeps PSRO's meta-game (``arena.league.model.meta``)."""
         return self.publish == "nash" or self.matchmaking.mix.nash > 0
 
     def ratings_config(self) -> dict[str, float]:

@@ -5,7 +5,7 @@ A trainer emits two events, and knows its followers only through the two callabl
 - ``MatchesEnded`` goes to its ``Matchmaker`` whenever envs need their next team-1 player (the
   matches that just ended there: envs, outcomes, lengths, learner step); the matchmaker answers with
   a player id per env. ``arena.trainer.opponents`` asks it; the league's ``LeagueMatchmaker``
-  (``arena.league.learner``) is one.
+  (``arena.league.run.learner``) is one.
 - ``UpdateFinished`` goes to every ``UpdateListener`` after each update, once its metrics are
   summed up (``PPOTrainer.mean_and_log``): the learner's step, update and checkpoint counts, its
   current policy and the update's metrics. A listener returns metrics of its own, which join the

@@ -40,6 +40,7 @@ from arena.agents.frozen import FrozenPolicies
 from arena.agents.grouped import ArchitectureKey, architecture_key
 from arena.agents.players import Agent
 from arena.agents.policy import Policy, load_policy
+from arena.agents.sb3 import load_sb3_model, sb3_agent
 from arena.agents.scripted import SCRIPTED_BOTS, make_scripted
 from arena.player_specs import MIRROR, SCRIPTED_PREFIX, parse_player
 from arena.trainer.events import MatchesEnded, Matchmaker
@@ -241,12 +242,16 @@ class Opponents:
             )
         elif parsed.kind == "checkpoint":
             agent = load_policy(parsed.name, device=self.device)
+        elif parsed.kind == "sb3":  # acts on numpy rows, one LSTM state per row (arena.agents.sb3)
+            agent = sb3_agent(load_sb3_model(parsed.name), self.game, self.team_sizes, self.params,
+                              num_rows=self.rows, seed=self.seed + len(self.players))
         elif parsed.kind == "league":
             raise ValueError(f"player id {player_id!r}: a league's published policy reaches a trainer as its "
                              "members' checkpoints (arena.config.opponent_mix expands 'league:<run_dir>')")
         else:
             raise ValueError(
-                f"unknown player id {player_id!r}: use {MIRROR!r}, 'scripted:<name>', 'checkpoint:<path>' "
+                f"unknown player id {player_id!r}: use {MIRROR!r}, 'scripted:<name>', 'checkpoint:<path>', "
+                "'sb3:<path>.zip' "
                 f"or an id registered with add_player (registered: {sorted(self._index)})"
             )
         self.add_player(player_id, agent)

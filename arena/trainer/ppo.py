@@ -216,7 +216,7 @@ class PPOTrainer:
         self._steps_before_batch = 0
         self._last_checkpoint_step = 0
         self._last_checkpoint_time = time.monotonic()
-        self.checkpoints_written = 0  # tags the league's matches (see arena.league.store's rollback)
+        self.checkpoints_written = 0  # tags the league's matches (see arena.league.model.store's rollback)
         self._restart_pending = True
         self._losses: dict[str, float] = {}
         self._log_time, self._log_step = time.perf_counter(), 0

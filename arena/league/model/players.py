@@ -16,6 +16,7 @@ from dataclasses import dataclass
 PLAYER_KINDS = ("learner", "snapshot", "scripted", "main_exploiter", "league_exploiter")
 # Kinds that are trained (their weights change); all other kinds are fixed players.
 LEARNING_KINDS = ("learner", "main_exploiter", "league_exploiter")
+EXPLOITER_KINDS = ("main_exploiter", "league_exploiter")  # AlphaStar's, one generation after another
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -119,3 +120,24 @@ class Pool:
         """The newest snapshot (of `parent` if given), or None when there is none."""
         snaps = self.snapshots(parent)
         return snaps[-1] if snaps else None
+
+
+_GENERATION = re.compile(r"^(?P<kind>.+)-(?P<gen>\d+)$")
+
+
+def exploiter_id(kind: str, generation: int) -> str:
+    """The player id of generation ``generation`` of an exploiter kind, e.g. ``main_exploiter-0``."""
+    if kind not in EXPLOITER_KINDS:
+        raise ValueError(f"exploiter kind {kind!r} is not one of {EXPLOITER_KINDS}")
+    if generation < 0:
+        raise ValueError(f"generation {generation} must be >= 0")
+    return f"{kind}-{generation}"
+
+
+def current_generation(pool: Pool, kind: str) -> int | None:
+    """The newest generation of ``kind`` registered in the league, or None."""
+    generations = [
+        int(m.group("gen")) for p in pool.of_kind(kind)
+        if (m := _GENERATION.match(p.player_id)) and m.group("kind") == kind
+    ]
+    return max(generations) if generations else None

@@ -21,8 +21,8 @@ from typing import Any
 import torch
 
 from arena.agents.policy import Policy, policy_from_payload
-from arena.league.players import Player, Pool
-from arena.league.snapshots import load_snapshot, snapshot_file
+from arena.league.model.players import Player, Pool
+from arena.league.model.snapshots import load_snapshot, snapshot_file
 from arena.league.timing import LeagueTimer
 
 logger = logging.getLogger(__name__)

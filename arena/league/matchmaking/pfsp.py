@@ -11,7 +11,7 @@ Sources (mixed with fixed probabilities, e.g. {"mirror": 0.35, "pfsp": 0.5, "scr
   candidate among them all).
 - "learners": uniform over the other learning players (what a main exploiter trains against).
 - "nash": PSRO's meta-strategy, the Nash mixture of the meta-game over the main learner's snapshots
-  (``arena.league.meta``; the league hands it in as ``meta_strategy``).
+  (``arena.league.model.meta``; the league hands it in as ``meta_strategy``).
 The opponent pool is every player whose kind is in `pool_kinds` (snapshots by default), minus the asker.
 A source with no candidate falls back to mirror, so a young league works from the first episode.
 """
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from arena.league.payoff import PayoffTable
-from arena.league.players import LEARNING_KINDS, PLAYER_KINDS, Pool
+from arena.league.model.payoff import PayoffTable
+from arena.league.model.players import LEARNING_KINDS, PLAYER_KINDS, Pool
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ import numpy as np
 from rich.table import Table
 
 from arena.league.config import LeagueConfig
-from arena.league.exploitability import Exploitability, exploitability_history
-from arena.league.guard import GuardCounts
-from arena.league.payoff import PayoffTable
-from arena.league.published import learner_id_of
-from arena.league.ratings import Ratings
-from arena.league.store import (
+from arena.league.model.exploitability import Exploitability, exploitability_history
+from arena.league.model.guard_counts import GuardCounts
+from arena.league.model.payoff import PayoffTable
+from arena.league.model.published import learner_id_of
+from arena.league.model.ratings import Ratings
+from arena.league.model.store import (
     LEAGUE_DB,
     META_DECAY,
     META_RATINGS,
@@ -33,7 +33,7 @@ from arena.league.store import (
 )
 
 if TYPE_CHECKING:
-    from arena.league.players import Player
+    from arena.league.model.players import Player
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -273,7 +273,7 @@ def plot_gauntlet(records: Sequence[GauntletRecord], path: str | os.PathLike[str
 def gauntlet_table(records: Sequence[GauntletRecord], last: int = 10, restores: int = 0,
                    rejections: int = 0) -> Table:
     """The last ``last`` snapshots' gauntlet results (one row per snapshot and reference); the caption
-    counts the guard's rejections and restores (``arena.league.guard``)."""
+    counts the guard's rejections and restores (``arena.league.run.guard``)."""
     table = Table(title="Gauntlet (newest snapshots)",
                   caption=f"guard: {rejections} snapshot(s) published the best one's weights instead of the "
                           f"learner's; the learner was restored from its best snapshot {restores} time(s)")

@@ -38,10 +38,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from arena.envs.outcomes import Result
-from arena.league.league import League
-from arena.league.player_cache import PlayerCache, snapshot_file
-from arena.league.players import Player, snapshot_id
-from arena.league.snapshots import SnapshotGate, write_snapshot
+from arena.league.matchmaking.player_cache import PlayerCache, snapshot_file
+from arena.league.model.league import League
+from arena.league.model.players import Player, snapshot_id
+from arena.league.model.snapshots import SnapshotGate, write_snapshot
 from arena.league.timing import LeagueTimer
 from arena.player_specs import MIRROR, parse_player
 from arena.trainer.events import MatchesEnded, UpdateFinished, UpdateListener

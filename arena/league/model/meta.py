@@ -11,7 +11,7 @@ response to a mixture of the earlier ones (the *meta-strategy*), and solves the 
   regret matching+ with linearly weighted averaging, deterministic);
 - the matchmaking source ``nash`` draws the learner's opponents from the snapshots with those
   weights (the learner trains toward a best response to the meta-strategy), and
-  ``league.publish: nash`` publishes that mixture (``league:RUN_DIR``, ``arena.league.published``).
+  ``league.publish: nash`` publishes that mixture (``league:RUN_DIR``, ``arena.league.model.published``).
 
 The matrix lives in the store's meta table (key ``meta_game``), written in one transaction with the
 published mixture, so a resumed run and a reader beside it see a whole one.

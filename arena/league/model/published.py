@@ -5,9 +5,9 @@ its strength is judged by:
 
 - ``league.publish: newest`` (the default): the newest snapshot of the main learner. With the guard
   on (``league.gauntlet.guard``), every such snapshot is a judged one: a candidate the gauntlet
-  rejected was published with the best snapshot's weights instead (``arena/league/guard.py``).
+  rejected was published with the best snapshot's weights instead (``arena/league/run/guard.py``).
 - ``league.publish: mixture``: the main learner's last ``publish_window`` snapshots with equal
-  weights; ``league.publish: nash``: PSRO's meta-strategy over its snapshots (``arena.league.meta``).
+  weights; ``league.publish: nash``: PSRO's meta-strategy over its snapshots (``arena.league.model.meta``).
   Either is played by drawing one member per match. The league writes it to its store (meta key
   ``published``, in one transaction) after each snapshot, so a reader beside a running trainer
   always sees a whole one.
@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.league.players import Player
-from arena.league.snapshots import snapshot_file, verify_snapshot
-from arena.league.store import LEAGUE_DB, LeagueStore
+from arena.league.model.players import Player
+from arena.league.model.snapshots import snapshot_file, verify_snapshot
+from arena.league.model.store import LEAGUE_DB, LeagueStore
 
 PUBLISHED_KEY = "published"  # store meta: {"members": [ids], "weights": [w], "step": int}
 PUBLISH_MODES = ("newest", "mixture", "nash")

@@ -18,7 +18,7 @@ from typing import Any
 
 from arena.atomic import SnapshotIntegrityError as SnapshotIntegrityError  # the league names it here too
 from arena.atomic import sha256_file, verify_sha256
-from arena.league.players import Player
+from arena.league.model.players import Player
 
 RESTORE_ADVICE = ("restore that file from a backup: arena writes a snapshot once and never changes it, and "
                   "the league cannot play or rate this player until its file is back (arena changed nothing)")

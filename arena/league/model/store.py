@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena.envs.outcomes import Result, ResultLike
-from arena.league.payoff import PayoffTable
-from arena.league.players import Player
-from arena.league.stats import wilson_interval
+from arena.league.model.payoff import PayoffTable
+from arena.league.model.players import Player
+from arena.league.model.stats import wilson_interval
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from arena.envs.outcomes import Result, ResultLike
-from arena.league.payoff import PayoffTable
-from arena.league.players import Player, Pool
-from arena.league.ratings import Ratings
-from arena.league.store import LEAGUE_DB, META_DECAY, META_RATINGS, LeagueStore
+from arena.league.model.payoff import PayoffTable
+from arena.league.model.players import Player, Pool
+from arena.league.model.ratings import Ratings
+from arena.league.model.store import LEAGUE_DB, META_DECAY, META_RATINGS, LeagueStore
 
 log = logging.getLogger(__name__)
 

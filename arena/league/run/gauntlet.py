@@ -22,21 +22,13 @@ from typing import Any
 
 from arena.agents.players import game_spaces, resolve_player
 from arena.evaluation.runner import MatchSettings, play_match
-from arena.league.learner import snapshot_file_name
-from arena.league.store import GauntletRecord
-from arena.player_specs import SCRIPTED_PREFIX
+from arena.league.model.store import GauntletRecord
+from arena.league.run.learner import snapshot_file_name
+from arena.league.view.metric_names import metric_name
 from arena.replay.file import REPLAY_GAMES, save_replay
 from arena.replay.record import ReplayRecorder
 
 logger = logging.getLogger(__name__)
-
-
-def metric_name(reference: str) -> str:
-    """``gauntlet/<reference>``, e.g. ``gauntlet/heuristic`` for ``scripted:heuristic``."""
-    short = reference.removeprefix(SCRIPTED_PREFIX)
-    if os.sep in short or short.endswith(".pt"):
-        short = Path(short).stem
-    return f"gauntlet/{short}"
 
 
 class Gauntlet:

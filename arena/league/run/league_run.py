@@ -1,0 +1,318 @@
+"""A league wired into a training run: the learners' matchmakers, snapshots, exploiters and league views.
+
+How it plugs into ``arena.train`` (nothing inside the trainer knows about the league)::
+
+    run = LeagueRun(config, run_dir, game=..., team_sizes=..., seed=...)   # opens RUN_DIR/league.sqlite
+    trainer = PPOTrainer(..., matchmaker=run.matchmaker())   # or PPOTrainer.resume(..., matchmaker=...)
+    run.attach(trainer, make_reward)     # listens to the trainer's updates; exploiters (AlphaStar) start
+    while not trainer.done:
+        trainer.evaluate(); trainer.train()
+        metrics = trainer.mean_and_log()   # its UpdateFinished runs run.on_update: snapshots, exploiters'
+                                           # turn; the league/* metrics join the update's
+        run.log_views(logger, step)        # leaderboard, payoff heatmap, rating chart every log_interval
+    run.finish(trainer.global_step); trainer.save(); run.save(); run.close()
+
+The trainer and the league meet only at the typed events of ``arena.trainer.events``: ``MatchesEnded``
+to the matchmaker, ``UpdateFinished`` to ``on_update``; the guard's restore is the trainer's
+``restore_policy``.
+
+The store is the source of truth: every match, player and rating is committed before memory changes,
+so a run killed at any moment resumes from the store; the trainer checkpoint carries only the
+matchmakers' RNG and env assignment. Each match is tagged with the checkpoint count of the learners
+in it, and a resumed learner's matches from after its checkpoint are rolled back when the league opens
+(``_roll_back``; the README's Reliability section states the invariant). To keep league work a
+small share of training time (``python -m arena.bench league``), matches are rated with TrueSkill's
+two-team closed form (``TwoTeamRatings``, the same numbers) and PFSP weights are computed once per
+update (``UpdateMatchmaker``).
+
+``LeagueRun`` owns its collaborators and wires them together: the ``Guard`` (the gauntlet's schedule
+and the guard's verdicts, ``arena.league.run.guard``), the ``SnapshotSchedule`` (snapshots and what is
+published, ``arena.league.run.schedule``), the ``Exploiters`` (``arena.league.run.exploiter_trainers``)
+and the ``LeagueViews`` it logs (``arena.league.view.training_views``).
+
+With ``league.exploiter_ranks`` under torchrun (``use_exploiter_ranks`` before ``attach``), the
+exploiters train on ranks of their own: this process holds a ``RemoteTrainer`` for each (its weights
+and step as of the last league round) and ``on_update`` runs the round
+(``arena.league.run.exploiter_ranks``) instead of the exploiters' turns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arena.agents.policy import Policy
+from arena.agents.scripted import REFERENCE_BOTS
+from arena.league.config import LeagueConfig, MatchmakingConfig
+from arena.league.matchmaking.pfsp import UpdateMatchmaker
+from arena.league.matchmaking.player_cache import PlayerCache
+from arena.league.model.exploitability import METRIC as EXPLOITABILITY_METRIC
+from arena.league.model.exploitability import best_responses, league_exploitability
+from arena.league.model.league import League
+from arena.league.model.players import Player
+from arena.league.model.ratings import TwoTeamRatings
+from arena.league.model.snapshots import SnapshotGate, snapshot_file, verify_snapshot
+from arena.league.run.exploiter_trainers import Exploiters
+from arena.league.run.gauntlet import Gauntlet
+from arena.league.run.guard import Guard
+from arena.league.run.learner import LeagueLearner, LeagueMatchmaker, LeagueTrainer
+from arena.league.run.schedule import SnapshotSchedule
+from arena.league.timing import LeagueTimer
+from arena.league.view.training_views import LeagueViews
+from arena.player_specs import scripted_id
+from arena.trainer.events import UpdateFinished
+
+logger = logging.getLogger(__name__)
+
+
+class LeagueRun:
+    """The league side of one training run (see the module docstring)."""
+
+    def __init__(self, config: LeagueConfig, run_dir: str | os.PathLike[str], *, game: str,
+                 team_sizes: tuple[int, int] = (1, 1), seed: int = 0, learner_checkpoints: int = 0) -> None:
+        """``learner_checkpoints``: the checkpoints the main learner had written when the checkpoint
+        it resumes from was written (0 for a new learner); the matches it played after that are
+        rolled back, as are those of the exploiters after their own checkpoints (see ``rollback``)."""
+        self.config = config.validate(game)
+        if (config.main_exploiter or config.league_exploiter) and config.matchmaking.mix.learners:
+            raise ValueError("league.matchmaking.mix 'learners' is not supported with exploiters: a reset "
+                             "exploiter's old generation has no live weights to play")
+        self.run_dir, self.game, self.team_sizes = Path(run_dir), game, tuple(team_sizes)
+        self.seed = config.seed if config.seed is not None else seed
+        self.learner_id = config.learner_id
+        self.timer = LeagueTimer()
+        self.league = League.open(self.run_dir, decay=config.decay, ratings_config=config.ratings_config())
+        # Same TrueSkill numbers, closed form: rating thousands of matches a minute stays cheap.
+        self.league.ratings = TwoTeamRatings.like(self.league.ratings)
+        self.league.store.set_meta("league_config", dataclasses.asdict(config))
+        self.league.add_player(Player(self.learner_id, "learner"))
+        for name in config.scripted if config.scripted is not None else REFERENCE_BOTS[game]:
+            self.league.add_player(Player(scripted_id(name), "scripted"))
+        for player in self.league.pool.of_kind("snapshot"):  # a damaged one fails now, naming its file
+            if player.sha256 is not None:
+                verify_snapshot(snapshot_file(self.run_dir, player), player.sha256)
+        self.live: dict[str, Policy] = {}  # learning players' current weights, by player id
+        self.exploiter_set = Exploiters(self.league, self.run_dir, config, seed=self.seed, live=self.live,
+                                        matchmaker_for=self._matchmaker_for, chooser_for=self._chooser)
+        self.rolled_back = self._roll_back(learner_checkpoints)
+        self._main_matchmaker: LeagueMatchmaker | None = None
+        self.main: LeagueLearner | None = None
+        self.updates = 0
+        self.guard = Guard(self.league, self.run_dir, config.gauntlet, self.timer,
+                           learner_checkpoints=learner_checkpoints, on_restore=self.sync_live)
+        self.schedule = SnapshotSchedule(self.league, self.run_dir, config, self.guard, self.timer,
+                                         game=game, team_sizes=self.team_sizes,
+                                         on_meta_changed=self._refresh_matchmaking)
+        self.views = LeagueViews(self.league, self.run_dir, config, self.learner_id, self.timer)
+        self._checkpoints_heard: int | None = None  # the main learner's checkpoint count, last heard
+
+    def _roll_back(self, learner_checkpoints: int) -> dict[str, int]:
+        """Before anything reads the league: every learner about to resume (the main learner, and each
+        exploiter's current generation) forgets the matches played by a state no checkpoint holds."""
+        targets = {self.learner_id: int(learner_checkpoints), **self.exploiter_set.checkpoint_counts()}
+        removed = {}
+        for player_id, count in targets.items():
+            n = self.league.rollback(player_id, count)
+            if n:
+                removed[player_id] = n
+                logger.warning("%s resumes from its checkpoint %d: %d matches it played after that "
+                               "checkpoint were rolled back and the later matches re-rated",
+                               player_id, count, n)
+        return removed
+
+    # ------------------------------------------------------------------ building
+
+    def matchmaker(self) -> LeagueMatchmaker:
+        """The main learner's matchmaker, to give to its ``PPOTrainer`` (new or resumed)."""
+        if self._main_matchmaker is None:
+            chooser = self._chooser(self.config.matchmaking, np.random.default_rng([self.seed, 0]))
+            self._main_matchmaker = self._matchmaker_for(self.learner_id, chooser)
+        return self._main_matchmaker
+
+    def _chooser(self, m: MatchmakingConfig, rng: np.random.Generator) -> UpdateMatchmaker:
+        chooser = UpdateMatchmaker(self.league.pool, self.league.payoff, m.mix.as_dict(), rng=rng,
+                                   weighting=m.weighting, p=m.p, min_games=m.min_games,
+                                   pool_kinds=tuple(m.pool_kinds))
+        chooser.meta_strategy = self.meta_strategy
+        return chooser
+
+    def _matchmaker_for(self, player_id: str, chooser: Any) -> LeagueMatchmaker:
+        cache = PlayerCache(self.league.pool, self.run_dir, owner=player_id, capacity=self.config.cache_size,
+                            live=self.live, timer=self.timer)
+        return LeagueMatchmaker(self.league, player_id, chooser, cache, timer=self.timer,
+                                checkpoints_of=self.checkpoints_of)
+
+    def checkpoints_of(self, player_id: str) -> int | None:
+        """A learning player's count of checkpoints written; None for every other player."""
+        learner = next((x for x in self.learners if x.player_id == player_id), None)
+        return None if learner is None else learner.checkpoints
+
+    def attach(self, trainer: LeagueTrainer, make_reward: Callable[[], Any] | None = None) -> None:
+        """Links the main learner's trainer (built with ``matchmaker()``) and starts the exploiters;
+        ``make_reward`` builds a reward function for each exploiter's trainer."""
+        matchmaker = self.matchmaker()
+        if not matchmaker.bound:  # a trainer built with it binds it (through rank 0's shared one, too)
+            raise ValueError("attach() a trainer that was built with this LeagueRun's matchmaker()")
+        snap = self.config.snapshot
+        self.main = LeagueLearner(self.learner_id, "learner", trainer, matchmaker,
+                                  SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
+                                  vs_kinds=tuple(snap.vs_kinds), seed=self.seed)
+        self.schedule.main = self.main
+        self.live[self.learner_id] = trainer.policy
+        trainer.add_update_listener(self.on_update)
+        g = self.config.gauntlet
+        if g.games > 0:
+            bots = [scripted_id(b) for b in REFERENCE_BOTS[self.game]]
+            references = g.players if g.players is not None else bots
+            self.guard.gauntlet = Gauntlet(references, g.games, game=self.game, team_sizes=self.team_sizes,
+                                           overrides=trainer.env_spec["overrides"], seed=g.seed,
+                                           num_threads=trainer.config.num_threads, replays=g.replays,
+                                           replay_dir=self.run_dir / "replays")
+        self.exploiter_set.start(self.main, make_reward)
+
+    def use_exploiter_ranks(self, ranks: Any) -> None:
+        """Before ``attach``: the exploiters train on ranks of their own (an
+        ``arena.league.run.exploiter_ranks.ExploiterRanks`` of rank 0), not in turn inside this process."""
+        if self.main is not None:
+            raise RuntimeError("use_exploiter_ranks() must come before attach()")
+        self.exploiter_set.ranks = ranks
+
+    @property
+    def exploiters(self) -> list[LeagueLearner]:
+        """Each exploiter kind's current generation."""
+        return self.exploiter_set.learners
+
+    @property
+    def learners(self) -> list[LeagueLearner]:
+        return ([self.main] if self.main is not None else []) + self.exploiters
+
+    @property
+    def gauntlet(self) -> Gauntlet | None:
+        return self.guard.gauntlet
+
+    @property
+    def meta_game(self) -> Any:
+        """PSRO's meta-game (``arena.league.model.meta.MetaGame``), when the league keeps one."""
+        return self.schedule.meta_game
+
+    def meta_strategy(self) -> dict[str, float]:
+        """PSRO's meta-strategy now (``{}`` before the first snapshot or without a meta-game)."""
+        return self.schedule.meta_strategy()
+
+    # ------------------------------------------------------------------ the loop
+
+    def on_update(self, event: UpdateFinished) -> dict[str, float]:
+        """The main learner's update listener (``attach`` adds it): after its update, its snapshot if
+        due, then each exploiter's turn (one rollout and update, snapshot, restart); returns the league
+        metrics of this update."""
+        if self.main is None:
+            raise RuntimeError("LeagueRun.on_update() before attach()")
+        self.main.heard(event)
+        if event.checkpoints_written != self._checkpoints_heard:  # a checkpoint was written this update,
+            # before this round's guard: record the counts it goes with (see GuardCounts.at_checkpoint)
+            self._checkpoints_heard = event.checkpoints_written
+            self.guard.note_checkpoint(event.checkpoints_written)
+        self.updates += 1
+        self._refresh_matchmaking()
+        self.sync_live()
+        self.maybe_snapshot(self.main)
+        if self.exploiter_set.ranks is not None:  # the exploiters trained concurrently: this update's round
+            extra = self.exploiter_set.ranks.round(self)
+        else:
+            extra = self.exploiter_set.take_turns(self.sync_live, self.maybe_snapshot)
+        return {**self.metrics(), **extra}
+
+    def maybe_snapshot(self, learner: LeagueLearner, *, final: bool = False) -> int | None:
+        """A learner's snapshot when due (``SnapshotSchedule.maybe_snapshot``); its index, or None."""
+        return self.schedule.maybe_snapshot(learner, final=final)
+
+    def finish(self, step: int | None = None) -> bool:
+        """At the end of a run (done, or stopped by Ctrl-C): the main learner's last weights become a
+        snapshot only through the gauntlet and the guard, so the run's newest snapshot is a judged
+        one (the learner's weights, or the best snapshot's when they fall clearly below it), not
+        whatever the learner held at its last unjudged snapshot. Nothing happens without the guard
+        or when the learner has not trained since its newest snapshot. Returns whether it took a
+        snapshot (whose gauntlet and guard metrics ``metrics()`` then gives). ``step``: the learner's
+        step now (the run may stop after its last update, e.g. by Ctrl-C in a rollout), else the last
+        update's."""
+        if self.main is None or not self.guard.active:
+            return False
+        if step is not None:
+            self.main.step = int(step)
+        step = self.main.step
+        last = self.league.last_snapshot_step(self.main.player_id)
+        if last is not None and step <= last:
+            return False
+        logger.info("end of run: the learner's weights at step %d play the gauntlet for its last snapshot",
+                    step)
+        self.maybe_snapshot(self.main, final=True)
+        return True
+
+    def _refresh_matchmaking(self) -> None:
+        for learner in self.learners:
+            refresh = getattr(learner.matchmaker.chooser, "refresh", None)
+            if callable(refresh):
+                refresh()
+
+    def sync_live(self) -> None:
+        """Every learner's cache of live players takes their current weights."""
+        for learner in self.learners:
+            learner.matchmaker.cache.sync_live()
+
+    # ------------------------------------------------------------------ metrics and views
+
+    def metrics(self) -> dict[str, float]:
+        """``league/*`` scalars: size, ratings (mu - 3 sigma), opponent mix, time in league work; the
+        guard's and the gauntlet's figures when they are new."""
+        assert self.main is not None
+        with self.timer.measure("views"):
+            pool, ratings = self.league.pool, self.league.ratings
+            out: dict[str, float] = {
+                "league/size": float(len(pool)),
+                "league/matches": float(self.league.match_count),
+                "league/snapshots": float(len(pool.snapshots())),
+                "league/rating": ratings.conservative(self.learner_id),
+            }
+            latest = pool.latest_snapshot(parent=self.learner_id)
+            if latest is not None and latest.player_id in ratings:  # rated once it has played
+                out["league/snapshot_rating"] = ratings.conservative(latest.player_id)
+            found = league_exploitability(self.league.payoff, best_responses(pool), self.learner_id)
+            if found is not None:  # the best score a best response of the league holds against the learner
+                out[EXPLOITABILITY_METRIC] = found.value
+            for player_id, share in self.main.matchmaker.mix().items():
+                out[f"league/mix/{player_id}"] = share
+            if self.views.due(self.updates):  # the views' bounded set (league.view_players), not the pool
+                out.update(self.views.rating_metrics())
+        out.update(self.guard.take_metrics())
+        out.update({f"league/time/{part}": seconds for part, seconds in self.timer.take().items()})
+        return out
+
+    def leaderboard(self) -> list[list[Any]]:
+        """Rows of ``LEADERBOARD_COLUMNS`` for the players the views show (``LeagueViews.leaderboard``)."""
+        return self.views.leaderboard()
+
+    def log_views(self, log: Any, step: int, *, force: bool = False) -> None:
+        """Every ``log_interval`` updates, or now with ``force``: the leaderboard table
+        (``league/leaderboard``), the payoff matrix as a heatmap chart (``league/payoff_heatmap``) and
+        a PNG (``league/payoff``), and one chart of every player's rating (``league/rating_curves``).
+        New snapshot files go to ``log.log_snapshot`` at every call (kept only where the logger is
+        told to). New gauntlet replays (``league.gauntlet.replays``) are drawn as GIFs beside their
+        files and go to ``log.log_video`` as ``replay/<reference>``."""
+        self.views.log(log, step, self.updates, snapshots=self.schedule.take_new(),
+                       replays=self.guard.take_replays(), force=force)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def save(self) -> None:
+        """Checkpoints of the exploiters (the main learner's trainer saves itself)."""
+        self.exploiter_set.save()
+
+    def close(self) -> None:
+        self.exploiter_set.close()
+        self.league.close()
