@@ -145,7 +145,7 @@ class SweepConfig:
     storage: str | None = None
     workers: int = 1
     pruner: str = "none"
-    prune_warmup: float = 0.25
+    prune_warmup: float = 0.5
     heartbeat_s: int = 30
     sampler: SweepSamplerConfig = field(default_factory=SweepSamplerConfig)
 

@@ -261,7 +261,7 @@ def test_a_trial_reports_its_running_objective_and_the_median_pruner_stops_a_lag
                   "sweep.prune_warmup=0.5", "trainer.total_timesteps=1000",
                   "sweep.sampler.n_startup_trials=2"])
     study = optuna.create_study(direction="maximize", pruner=_pruner(sweep))
-    for score in (1.0, 2.0):  # two finished trials that scored well at every step
+    for score in (1.0, 2.0, 1.5, 2.5, 1.8):  # five finished trials (the pruner waits for 5) that scored well
         trial = study.ask()
         for step in (200, 600, 1000):
             trial.report(score, step)
