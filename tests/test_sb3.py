@@ -236,3 +236,33 @@ def test_a_file_that_is_not_an_sb3_model_or_does_not_fit_the_game_is_refused_by_
     path = _rpsw_model(tmp_path)
     with pytest.raises(ValueError, match="does not fit"):
         resolve_player(f"sb3:{path}", "midrange")
+
+
+def test_an_sb3_model_is_a_fixed_player_of_a_league(tmp_path):
+    from arena.league.config import league_config
+    from arena.league.run.league_run import LeagueRun
+
+    path = _rpsw_model(tmp_path)
+    spec = f"sb3:{path}"
+    config = league_config({"scripted": ["random", spec],
+                            "matchmaking": {"mix": {"mirror": 0.0, "pfsp": 0.0, "scripted": 1.0}},
+                            "gauntlet": {"games": 0}}, "rpsw")
+    run = LeagueRun(config, tmp_path / "league", game="rpsw")
+    trainer_config = TrainerConfig(num_envs=8, num_threads=1, torch_threads=1, total_timesteps=10**6,
+                                   rollout_steps=16, bptt_horizon=8, minibatch_size=64, seed=0,
+                                   checkpoint_dir=str(tmp_path / "ck"))
+    trainer = PPOTrainer(trainer_config, PolicyConfig(hidden_size=8, lstm_size=8), game="rpsw",
+                         matchmaker=run.matchmaker())
+    try:
+        run.attach(trainer)
+        for _ in range(3):
+            trainer.evaluate()
+            trainer.train()
+            trainer.mean_and_log()
+        assert run.league.pool.get(spec).kind == "scripted"
+        assert run.league.payoff.games(run.learner_id, spec) > 0  # its matches were recorded
+    finally:
+        trainer.close()
+        run.close()
+    with pytest.raises(ValueError, match="whose files do not exist"):
+        league_config({"scripted": [f"sb3:{tmp_path / 'nope.zip'}"]}, "rpsw")

@@ -8,6 +8,7 @@ into a checked ``LeagueConfig``.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from arena.agents.scripted import SCRIPTED_BOTS
 from arena.league.matchmaking.pfsp import SOURCES, WEIGHTINGS
 from arena.league.model.players import PLAYER_KINDS
 from arena.league.model.published import PUBLISH_MODES
-from arena.player_specs import SCRIPTED_PREFIX
+from arena.player_specs import SB3_PREFIX, SCRIPTED_PREFIX
 from arena.replay.file import REPLAY_GAMES
 
 EXPLOITER_INITS = ("fresh", "learner")  # what a new exploiter generation's weights start from
@@ -149,7 +150,9 @@ class LeagueConfig:
 
     name: str = "selfplay"
     learner_id: str = "learner"
-    scripted: list[str] | None = None  # scripted bots in the league; None: the game's REFERENCE_BOTS
+    # The league's fixed players: the game's scripted bots by name, and Stable-Baselines3 models as
+    # sb3:PATH.zip (arena.agents.sb3); None: the game's REFERENCE_BOTS
+    scripted: list[str] | None = None
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
     decay: float = 0.99  # payoff decay per new result of a pair (1.0: plain totals)
@@ -215,7 +218,13 @@ class LeagueConfig:
                                  f"games, not {game!r}; set it to 0")
         if game is not None and self.scripted is not None:
             bots = SCRIPTED_BOTS.get(game, ())
-            unknown = [b for b in self.scripted if b.removeprefix(SCRIPTED_PREFIX) not in bots]
+            models = [b for b in self.scripted if b.startswith(SB3_PREFIX)]  # fixed SB3 players
+            missing = [m for m in models if not os.path.isfile(m.removeprefix(SB3_PREFIX))]
+            if missing:
+                raise ValueError(f"league.scripted names Stable-Baselines3 models {missing} whose files do "
+                                 "not exist")
+            unknown = [b for b in self.scripted
+                       if b not in models and b.removeprefix(SCRIPTED_PREFIX) not in bots]
             if unknown:
                 raise ValueError(f"league.scripted names bots {unknown} that {game!r} does not have; "
                                  f"available: {list(SCRIPTED_BOTS.get(game, ()))}")

@@ -65,7 +65,7 @@ from arena.league.run.learner import LeagueLearner, LeagueMatchmaker, LeagueTrai
 from arena.league.run.schedule import SnapshotSchedule
 from arena.league.timing import LeagueTimer
 from arena.league.view.training_views import LeagueViews
-from arena.player_specs import scripted_id
+from arena.player_specs import SB3_PREFIX, scripted_id
 from arena.trainer.events import UpdateFinished
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,9 @@ class LeagueRun:
         self.league.store.set_meta("league_config", dataclasses.asdict(config))
         self.league.add_player(Player(self.learner_id, "learner"))
         for name in config.scripted if config.scripted is not None else REFERENCE_BOTS[game]:
-            self.league.add_player(Player(scripted_id(name), "scripted"))
+            # a fixed player: a bot by name, or a Stable-Baselines3 model (sb3:PATH.zip) by its spec
+            player_id = name if name.startswith(SB3_PREFIX) else scripted_id(name)
+            self.league.add_player(Player(player_id, "scripted"))
         for player in self.league.pool.of_kind("snapshot"):  # a damaged one fails now, naming its file
             if player.sha256 is not None:
                 verify_snapshot(snapshot_file(self.run_dir, player), player.sha256)

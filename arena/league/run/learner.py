@@ -128,8 +128,8 @@ class LeagueMatchmaker:
     def source_of(self, player_id: str) -> PlayerFile | None:
         """Where another rank of a data-parallel run loads ``player_id`` from: a frozen snapshot's
         file and its recorded sha256 (the rank refuses other bytes); None for the ids ``Opponents``
-        builds itself (scripted bots, the learner as ``mirror``)."""
-        if parse_player(player_id).kind in ("mirror", "scripted"):
+        builds itself (scripted bots, ``sb3:`` models from their path, the learner as ``mirror``)."""
+        if parse_player(player_id).kind in ("mirror", "scripted", "sb3"):
             return None
         player = self.league.pool.get(player_id)
         if player.path is None:
