@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.bench.record import write_record
+from arena.figures import pyplot, save_figure
 
 
 def run_study(name: str, pruner: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
@@ -55,11 +56,7 @@ def run_study(name: str, pruner: str, args: argparse.Namespace, root: Path) -> d
 
 
 def plot(studies: dict[str, dict[str, Any]], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     for i, study in enumerate(studies.values()):
         points = [(s, b) for s, b in study["best_so_far"] if b is not None]
@@ -70,11 +67,7 @@ def plot(studies: dict[str, dict[str, Any]], path: Path) -> Path:
     ax.set_title("Optuna study on rpsw, with and without pruning", fontsize="medium")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def main(argv: list[str]) -> int:

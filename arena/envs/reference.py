@@ -44,3 +44,40 @@ def env_seed(seed: int, env: int) -> int:
 def clamp(x: Num, lo: Num, hi: Num) -> Arr:
     """``clampd``: x < lo ? lo : (x > hi ? hi : x)."""
     return np.where(x < lo, lo, np.where(x > hi, hi, x))
+
+
+class EnvOutputs:
+    """The twin of common.h's ``EnvOut``: the result buffers a batch writes each decision, as the core's
+    batches expose them (rows ``env * agents_per_env + slot``). Every game's NumPy reference inherits it,
+    allocating them once (``allocate_outputs``) and clearing them at a reset (``clear_outputs``)."""
+
+    obs: np.ndarray  # [rows, obs_dim] float32
+    final_obs: np.ndarray  # [rows, obs_dim] float32, written only when a match ended
+    rewards: np.ndarray  # [rows] float32
+    terminals: np.ndarray  # [rows] bool
+    truncations: np.ndarray  # [rows] bool
+    events: np.ndarray  # [rows, num_events] int32
+    outcome: np.ndarray  # [num_envs] int8 (OUTCOME_NONE while running)
+    end_reason: np.ndarray  # [num_envs] int8
+    episode_length: np.ndarray  # [num_envs] int32, decisions, written when a match ended
+    done: np.ndarray  # [num_envs] bool
+
+    def allocate_outputs(self, num_envs: int, agents_per_env: int, obs_dim: int, num_events: int) -> None:
+        rows = num_envs * agents_per_env
+        self.obs = np.zeros((rows, obs_dim), np.float32)
+        self.final_obs = np.zeros((rows, obs_dim), np.float32)
+        self.rewards = np.zeros(rows, np.float32)
+        self.terminals = np.zeros(rows, bool)
+        self.truncations = np.zeros(rows, bool)
+        self.events = np.zeros((rows, num_events), np.int32)
+        self.outcome = np.zeros(num_envs, np.int8)
+        self.end_reason = np.zeros(num_envs, np.int8)
+        self.episode_length = np.zeros(num_envs, np.int32)
+        self.done = np.zeros(num_envs, bool)
+
+    def clear_outputs(self) -> None:
+        """Every result back to its value before a match's first decision (outcome: running)."""
+        for buffer in (self.rewards, self.terminals, self.truncations, self.events, self.end_reason,
+                       self.episode_length, self.done):
+            buffer[...] = 0
+        self.outcome[...] = OUTCOME_NONE

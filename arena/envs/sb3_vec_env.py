@@ -150,8 +150,6 @@ class ArenaVecEnv(VecEnv):
         return mask.astype(bool)
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        if attr_name == "action_masks":
-            return [self.action_masks] * len(self._indices(indices))
         return [getattr(self, attr_name)] * len(self._indices(indices))
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:

@@ -238,10 +238,9 @@ def optimize(plan: SweepPlan, train: Train) -> Any:
 
     study = open_study(plan)
     _requeue_interrupted(study)
-    n = int(plan.settings.n_trials)
-    if finished(study) >= n:
-        logger.info("study %r already has %d finished trials (sweep.n_trials=%d)", plan.study_name,
-                    finished(study), n)
+    n, done = int(plan.settings.n_trials), finished(study)
+    if done >= n:
+        logger.info("study %r already has %d finished trials (sweep.n_trials=%d)", plan.study_name, done, n)
         return study
     states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     study.optimize(lambda trial: run_trial(trial, plan, train),
@@ -256,10 +255,9 @@ def launch(plan: SweepPlan, train: Train) -> int:
     logging.getLogger("alembic").setLevel(logging.WARNING)  # Optuna's storage logs its set-up
     workers = int(plan.settings.workers)
     if workers == 1:
-        optimize(plan, train)
-        write_results(plan)
+        write_results(plan, optimize(plan, train))
         return 0
-    open_study(plan)  # created once, before the workers load it
+    study = open_study(plan)  # created once, before the workers load it
     share = max(1, available_cores() // workers)
     env = {**os.environ, THREADS_ENV: str(share), "OMP_NUM_THREADS": str(share),
            "MKL_NUM_THREADS": str(share)}
@@ -279,16 +277,15 @@ def launch(plan: SweepPlan, train: Train) -> int:
     failed = [c for c in codes if c != 0]
     if failed:
         return 130 if 130 in failed else failed[0]
-    write_results(plan)
+    write_results(plan, study)  # the workers' trials, read from the shared storage
     return 0
 
 
-def best(plan: SweepPlan) -> dict[str, Any] | None:
+def best(study: Any) -> dict[str, Any] | None:
     """The study's best complete trial: ``best_params``, ``best_value``, ``best_trial``, ``run_dir``,
     and the counts of trials by state; None before any trial completed."""
     import optuna
 
-    study = optuna.load_study(study_name=plan.study_name, storage=storage_of(plan))
     trials = study.get_trials(deepcopy=False)
     counts: dict[str, int] = {}
     for t in trials:
@@ -300,11 +297,11 @@ def best(plan: SweepPlan) -> dict[str, Any] | None:
             "run_dir": top.user_attrs.get("run_dir"), "trials": counts}
 
 
-def write_results(plan: SweepPlan) -> dict[str, Any] | None:
-    """Writes the best trial into ``<sweep folder>/optimization_results.yaml`` (atomically)."""
+def write_results(plan: SweepPlan, study: Any) -> dict[str, Any] | None:
+    """Writes the study's best trial into ``<sweep folder>/optimization_results.yaml`` (atomically)."""
     from omegaconf import OmegaConf
 
-    found = best(plan)
+    found = best(study)
     if found is None:
         return None
     path = plan.sweep_dir / RESULTS_FILE

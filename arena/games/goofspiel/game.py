@@ -20,7 +20,7 @@ import numpy as np
 from arena import _core
 from arena.agents.scripted import ScriptedAgent
 from arena.envs.outcomes import EndReason, Outcome
-from arena.envs.reference import END_NONE, END_ROUNDS, env_seed, mix64, rng_uniform
+from arena.envs.reference import END_NONE, END_ROUNDS, EnvOutputs, env_seed, mix64, rng_uniform
 from arena.games.spec import GameSpec, Param, core_param_table
 
 MAX_CARDS = int(_core.GOOFSPIEL_MAX_CARDS)
@@ -73,7 +73,7 @@ def obs_bounds(values: Mapping[str, Any], team_sizes: tuple[int, int], dim: int
 # ---------------------------------------------------------------- the NumPy reference
 
 
-class GoofspielReference:
+class GoofspielReference(EnvOutputs):
     """``num_envs`` matches, the operation-for-operation twin of goofspiel.h (same face as
     ``_core.GoofspielBatch``: output buffers as attributes, auto-reset); rows are
     ``env * 2 + player``. Written for reading: one env at a time."""
@@ -90,26 +90,13 @@ class GoofspielReference:
         self.deck = np.zeros((num_envs, self.n), bool)  # prize cards not yet turned up
         self.points = np.zeros((num_envs, 2), np.int32)
         self.rng = [0] * num_envs
-        rows = 2 * num_envs
-        self.obs = np.zeros((rows, self.obs_dim), np.float32)
-        self.final_obs = np.zeros((rows, self.obs_dim), np.float32)
-        self.rewards = np.zeros(rows, np.float32)
-        self.terminals = np.zeros(rows, bool)
-        self.truncations = np.zeros(rows, bool)
-        self.events = np.zeros((rows, len(EVENTS)), np.int32)
-        self.outcome = np.zeros(num_envs, np.int8)
-        self.end_reason = np.zeros(num_envs, np.int8)
-        self.episode_length = np.zeros(num_envs, np.int32)
-        self.done = np.zeros(num_envs, bool)
+        self.allocate_outputs(num_envs, self.agents_per_env, self.obs_dim, len(EVENTS))
 
     def reset(self, seed: int = 0) -> np.ndarray:
         for e in range(self.num_envs):
             self.rng[e] = mix64(env_seed(seed, e))
             self._reset(e)
-        for buffer in (self.rewards, self.terminals, self.truncations, self.events, self.end_reason,
-                       self.episode_length, self.done):
-            buffer[...] = 0
-        self.outcome[...] = Outcome.NONE
+        self.clear_outputs()
         self.obs[:] = self._observe_all()
         return self.obs.copy()
 

@@ -20,6 +20,7 @@ from arena.envs.reference import (
     OUTCOME_TEAM0,
     OUTCOME_TEAM1,
     Arr,
+    EnvOutputs,
     env_seed,
     mix64,
 )
@@ -188,7 +189,7 @@ def observe(p: dict[str, Any], d: Derived, w: World) -> np.ndarray:
     return np.where(w.fighter_alive[..., None], obs, 0.0).astype(np.float32)
 
 
-class MidrangeReference:
+class MidrangeReference(EnvOutputs):
     """``num_envs`` midrange matches stepped in NumPy exactly as the core steps them.
 
     ``params`` overrides the defaults of midrange.h ``Params`` (keys: the field names of
@@ -210,17 +211,7 @@ class MidrangeReference:
         self.obs_dim = d.obs_dim
         self.world = World.empty(num_envs, d.num_fighters, d.num_missiles)
         self._rng = [0] * num_envs  # generator state per env
-        rows = num_envs * d.num_fighters
-        self.obs = np.zeros((rows, d.obs_dim), np.float32)
-        self.final_obs = np.zeros((rows, d.obs_dim), np.float32)
-        self.rewards = np.zeros(rows, np.float32)
-        self.terminals = np.zeros(rows, bool)
-        self.truncations = np.zeros(rows, bool)
-        self.events = np.zeros((rows, NUM_EVENTS), np.int32)
-        self.outcome = np.zeros(num_envs, np.int8)
-        self.end_reason = np.zeros(num_envs, np.int8)
-        self.episode_length = np.zeros(num_envs, np.int32)
-        self.done = np.zeros(num_envs, bool)
+        self.allocate_outputs(num_envs, self.agents_per_env, d.obs_dim, NUM_EVENTS)
 
     # ------------------------------------------------------------ reset
 
@@ -237,10 +228,7 @@ class MidrangeReference:
             raise ValueError(f"seeds must have length {self.num_envs}, got {len(seeds)}")
         for e, seed in enumerate(seeds):
             self._rng[e] = reset_env(self.params, self.derived, self.world, e, mix64(int(seed)))
-        for buffer in (self.rewards, self.terminals, self.truncations, self.events, self.end_reason,
-                       self.episode_length, self.done):
-            buffer[...] = 0
-        self.outcome[...] = OUTCOME_NONE
+        self.clear_outputs()
         self._observe_all()
         return self.obs.copy()
 

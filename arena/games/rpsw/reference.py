@@ -15,6 +15,7 @@ from arena.envs.reference import (
     OUTCOME_NONE,
     OUTCOME_TEAM0,
     OUTCOME_TEAM1,
+    EnvOutputs,
 )
 
 NUM_THROWS = 4  # rock, paper, scissors, well
@@ -26,7 +27,7 @@ OBS_DIM = 2 * NUM_THROWS + 3
 PAYOFF = np.array([[0, -1, 1, -1], [1, 0, -1, 1], [-1, 1, 0, -1], [1, -1, 1, 0]], np.int32)
 
 
-class RpswReference:
+class RpswReference(EnvOutputs):
     """``num_envs`` rpsw matches of ``rounds`` throws; rows are ``env * 2 + player``."""
 
     def __init__(self, rounds: int = 9, num_envs: int = 1) -> None:
@@ -37,26 +38,13 @@ class RpswReference:
         self.round = np.zeros(num_envs, np.int32)
         self.score = np.zeros(num_envs, np.int32)  # rounds won by player 0 minus rounds won by player 1
         self.last_throw = np.full((num_envs, 2), -1, np.int32)  # -1 before the first round
-        rows = 2 * num_envs
-        self.obs = np.zeros((rows, OBS_DIM), np.float32)
-        self.final_obs = np.zeros((rows, OBS_DIM), np.float32)
-        self.rewards = np.zeros(rows, np.float32)
-        self.terminals = np.zeros(rows, bool)
-        self.truncations = np.zeros(rows, bool)
-        self.events = np.zeros((rows, NUM_EVENTS), np.int32)
-        self.outcome = np.zeros(num_envs, np.int8)
-        self.end_reason = np.zeros(num_envs, np.int8)
-        self.episode_length = np.zeros(num_envs, np.int32)
-        self.done = np.zeros(num_envs, bool)
+        self.allocate_outputs(num_envs, self.agents_per_env, OBS_DIM, NUM_EVENTS)
 
     def reset(self, seed: int = 0) -> np.ndarray:
         """Starts a new match everywhere. The rules draw nothing, so the seed changes nothing."""
         del seed
         self._reset(np.arange(self.num_envs))
-        for buffer in (self.rewards, self.terminals, self.truncations, self.events, self.end_reason,
-                       self.episode_length, self.done):
-            buffer[...] = 0
-        self.outcome[...] = OUTCOME_NONE
+        self.clear_outputs()
         self.obs[:] = self._observe()
         return self.obs.copy()
 

@@ -9,12 +9,12 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.table import Table
 
+from arena.figures import pyplot, save_figure
 from arena.league.config import LeagueConfig
 from arena.league.model.exploitability import Exploitability, exploitability_history
 from arena.league.model.guard_counts import GuardCounts
@@ -34,9 +34,6 @@ from arena.league.model.store import (
 
 if TYPE_CHECKING:
     from arena.league.model.players import Player
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 RATING_CURVES_PNG = "league_ratings.png"
 PAYOFF_PNG = "league_payoff.png"
@@ -197,7 +194,7 @@ def plot_rating_curves(
     if players is not None:
         wanted = set(players)
         curves = {p: c for p, c in curves.items() if p in wanted}
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 5))
     for player_id, (xs, ys) in curves.items():
         ax.step(xs, ys, where="post", label=player_id)
@@ -207,12 +204,12 @@ def plot_rating_curves(
     ax.grid(alpha=0.3)
     if 0 < len(curves) <= _MAX_LABELLED:
         ax.legend(fontsize="small", loc="best")
-    return _save(fig, plt, path)
+    return save_figure(fig, path)
 
 
 def plot_payoff_heatmap(payoff: PayoffTable, players: Sequence[str], path: str | os.PathLike[str]) -> Path:
     """PNG of the row player's score against the column player (blank where they never played)."""
-    plt = _pyplot()
+    plt = pyplot()
     scores = payoff.matrix(players)
     size = max(4.0, 0.5 * len(players) + 2.0)
     fig, ax = plt.subplots(figsize=(size + 1.0, size))
@@ -228,7 +225,7 @@ def plot_payoff_heatmap(payoff: PayoffTable, players: Sequence[str], path: str |
             for j in range(len(players)):
                 if np.isfinite(scores[i, j]):
                     ax.text(j, i, f"{scores[i, j]:.2f}", ha="center", va="center", fontsize="x-small")
-    return _save(fig, plt, path)
+    return save_figure(fig, path)
 
 
 TITLE_WIDTH = 100  # characters a line of a figure title (9 inches wide, medium font)
@@ -248,7 +245,7 @@ def plot_gauntlet(records: Sequence[GauntletRecord], path: str | os.PathLike[str
     """PNG of each snapshot's score against each fixed reference over the learner's steps (or, with
     ``start_time``, over the minutes since then), with the 95% Wilson intervals: strength on a
     scale that does not drift, where a collapse shows."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 5))
     minutes = {(r.player_id, r.reference): (r.created_at - start_time) / 60.0 for r in records} \
         if start_time is not None else {}
@@ -267,7 +264,7 @@ def plot_gauntlet(records: Sequence[GauntletRecord], path: str | os.PathLike[str
     ax.grid(alpha=0.3)
     if records:
         ax.legend(fontsize="small", loc="best")
-    return _save(fig, plt, path)
+    return save_figure(fig, path)
 
 
 def gauntlet_table(records: Sequence[GauntletRecord], last: int = 10, restores: int = 0,
@@ -346,7 +343,7 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
 
 def plot_exploitability(history: Sequence[tuple[int, Exploitability]], path: str | os.PathLike[str]) -> Path:
     """The league's own exploitability (the best score of a best response against the learner) by match."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.plot([h[0] for h in history], [h[1].value for h in history], color="C3", linewidth=1.2)
     ax.axhline(0.5, color="grey", linewidth=0.8, linestyle="--")
@@ -355,21 +352,4 @@ def plot_exploitability(history: Sequence[tuple[int, Exploitability]], path: str
     ax.set_ylabel("best exploiter score vs the learner")
     ax.set_title("league exploitability (league/exploitability)")
     ax.grid(alpha=0.3)
-    return _save(fig, plt, path)
-
-
-def _pyplot() -> ModuleType:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; never open a window
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig: Figure, plt: ModuleType, path: str | os.PathLike[str]) -> Path:
-    path = Path(path)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
