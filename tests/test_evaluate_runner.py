@@ -8,6 +8,7 @@ import pytest
 import arena
 from arena.agents.players import resolve_player
 from arena.evaluation.pairing import paired_layout
+from arena.evaluation.report import format_match
 from arena.evaluation.runner import MatchSettings, SprtSettings, play_match
 
 
@@ -114,6 +115,35 @@ def test_team_games_and_game_settings_work_alike():
     assert teams.games == 8 and teams.score()[0] > 0.5
     short = play("scripted:random", "scripted:random", games=10, overrides={"rounds": 3})
     assert {m.length for m in short.matches} == {3}
+
+
+def test_a_team_games_events_are_counted_per_fighter_and_who_died_first():
+    result = play("scripted:heuristic", "scripted:evader", game="midrange", games=12, num_envs=12,
+                  team_sizes=(2, 2), overrides={"time_limit_s": 120.0})
+    a, b = result.fighters
+    assert len(a) == len(b) == 2  # two places a side
+    for side, k in ((a, 0), (b, 1)):
+        for name, (per_a, per_b) in result.events.items():
+            assert sum(f[name] for f in side) == pytest.approx((per_a, per_b)[k])  # the places add up
+    assert all(f["fired"] == 0 for f in b)  # evaders never fire
+    assert all(f["fired"] > 0 for f in a)
+    # of a side's (at most two) losses in a match, one or both (in the same step) died first
+    died_b = result.events["died"][1]
+    assert died_b > 0 and died_b / 2 <= sum(f["died_first"] for f in b) <= died_b
+    assert sum(f["died_first"] for f in a) <= result.events["died"][0]
+    text = format_match(result)
+    assert "fighter" in text and "scripted:evader #1:" in text and "died_first" in text
+    assert result.as_dict()["events_per_fighter"]["b"][0]["fired"] == 0
+
+
+def test_in_nvm_each_place_counts_only_the_matches_it_played():
+    result = play("scripted:heuristic", "scripted:random", game="midrange", games=8, num_envs=8,
+                  team_sizes=(2, 1), overrides={"time_limit_s": 60.0})
+    a, b = result.fighters
+    assert len(a) == len(b) == 2  # A and B each play the pair in half the games
+    fired = result.events["fired"][0]
+    # the pair's second fighter played half the matches: its per-match figure counts only those
+    assert a[0]["fired"] + a[1]["fired"] / 2 == pytest.approx(fired)
 
 
 def test_sprt_settings_need_elo1_above_elo0():

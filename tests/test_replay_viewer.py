@@ -64,6 +64,16 @@ def test_the_page_is_self_contained(replay):
     assert data["flights"]
 
 
+def test_each_missile_carries_its_shooters_and_targets_labels(replay):
+    data = viewer_data(replay)
+    labels = [f["label"] for f in data["fighters"]]
+    assert labels == ["A1", "A2", "B1", "B2"]
+    for flight in data["flights"]:
+        assert flight["label"] == f"{labels[flight['owner']]}>{labels[flight['target']]}"
+    shooters = {flight["owner"] for flight in data["flights"]}
+    assert len({labels[s][0] for s in shooters}) >= 1
+
+
 def test_player_names_cannot_break_out_of_the_data_element(replay):
     name = 'evil</script><script>alert("x")</script>'
     page = viewer_html(dataclasses.replace(replay, players=(PlayerRef(name), replay.players[1])))
@@ -136,6 +146,21 @@ def test_the_viewer_draws_another_picture_when_the_scrubber_moves(page, replay):
         kills = [m["frame"] for m in viewer_data(replay)["markers"] if m["kind"] == "kill"]
         scrub_to(page, min(kills[0] + 6, replay.length - 1))
         page.save_screenshot(os.environ["ARENA_VIEWER_SCREENSHOT"])
+
+
+def test_a_team_games_missile_is_drawn_with_its_label(page, replay):
+    data = viewer_data(replay)
+    flight = max(data["flights"], key=lambda f: len(f["x"]))
+    frame = flight["start"] + len(flight["x"]) // 2
+    scrub_to(page, frame)
+    box = page.find_element("id", "labels")
+    assert box.is_selected()  # on by default in a team game
+    with_labels = canvas_pixels(page, "canvas")
+    box.click()
+    without = canvas_pixels(page, "canvas")
+    box.click()
+    assert box.is_selected()
+    assert (with_labels[..., :3] != without[..., :3]).any(axis=-1).sum() > 20  # the text's pixels
 
 
 def test_play_advances_the_frame_and_pause_stops_it(page):

@@ -49,6 +49,15 @@ def test_two_gloo_ranks_of_half_the_envs_learn_the_parameters_of_one_process(tmp
     assert max_difference(initial, one[0]) > 1e-3
 
 
+def test_two_ranks_train_a_2v2_team_critic_as_one_process_does(tmp_path: Path) -> None:
+    s = {**spec(tmp_path), "team_sizes": [2, 2],
+         "policy": {"hidden_size": 32, "lstm_size": 32, "team_critic": True}}
+    one = run(1, s, str(tmp_path))
+    two = run(2, s, str(tmp_path))
+    assert_same_run(one, two)
+    assert float(one[0]["team_critic.weight"].abs().max()) > 0  # the team critic learnt
+
+
 def test_rank_zero_matchmaking_gives_every_rank_the_opponents_one_process_would(tmp_path: Path) -> None:
     # The heuristic pilot in the mix: each rank's finished envs go to rank 0's FixedMix, which draws
     # as a single process's does when the envs are asked in the same order (one half: overlap off).

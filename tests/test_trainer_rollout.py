@@ -295,10 +295,29 @@ def test_the_games_events_per_learner_fighter_and_match_are_logged() -> None:
     assert metrics["episodes"] > 0
     events = {k.removeprefix("match/"): v for k, v in metrics.items() if k.startswith("match/")}
     assert set(events) == {"fired", "hits", "kills", "was_hit", "died", "left_arena", "missed", "evaded"}
+    # (no per-slot keys in 1v1: match/fighter<i>/... is for team games)
     assert events["fired"] > 0  # a fresh policy fires half the time
     assert events["hits"] == pytest.approx(events["was_hit"])
     assert events["missed"] == pytest.approx(events["evaded"])
     assert events["fired"] >= events["hits"] + events["missed"]  # the rest were in flight at the end
+
+
+def test_a_team_games_events_are_logged_per_fighter_slot_too() -> None:
+    """2v2 mirror play: every slot is the learner's; the slots' means average to the fighters' mean."""
+    config = TrainerConfig(num_envs=16, num_threads=1, torch_threads=1, total_timesteps=100_000,
+                           bptt_horizon=8, rollout_steps=48, minibatch_size=48 * 64, update_epochs=1, seed=4)
+    trainer = PPOTrainer(config, SMALL_POLICY, game="midrange", team_sizes=(2, 2),
+                         env_overrides={"time_limit_s": 20.0}, matchmaker=FixedMix({"mirror": 1.0}))
+    for _ in range(3):
+        trainer.evaluate()
+    metrics = trainer.mean_and_log()
+    trainer.close()
+    slots = {k for k in metrics if k.startswith("match/fighter")}
+    names = ("fired", "hits", "kills", "was_hit", "died", "left_arena", "missed", "evaded")
+    assert slots == {f"match/fighter{i}/{name}" for i in range(4) for name in names}
+    mean = sum(metrics[f"match/fighter{i}/fired"] for i in range(4)) / 4  # every slot ends every match
+    assert metrics["match/fired"] == pytest.approx(mean)
+    assert metrics["match/fighter0/fired"] > 0
 
 
 def test_overlap_auto_splits_the_envs_unless_frozen_policies_can_be_opponents(tmp_path) -> None:

@@ -117,6 +117,7 @@ class Policy(nn.Module):
         action_prior: Sequence[Sequence[float]] | None = None,
         action_mask: Sequence[int] | None = None,
         value_heads: int = 1,
+        team_critic: bool = False,
     ) -> None:
         super().__init__()
         if obs_dim < 1 or hidden_size < 1 or lstm_size < 1 or encoder_layers < 1 or value_heads < 1:
@@ -142,6 +143,14 @@ class Policy(nn.Module):
         self.critic = nn.Linear(lstm_size, self.value_heads)  # one value per opponent class (see _value)
         self.heads = MultiDiscreteHeads(self.action_nvec)
         self._init_weights()  # last: after nn.LSTMCell's own reset_parameters
+        # The team critic (MAPPO's centralised value, from the fighters' own features): a second linear
+        # map, of the mean LSTM output of the row's living teammates (``team_context``). Built after
+        # every other weight is initialised, so a policy with it starts from the same weights as one
+        # without; zero at first, so it starts from the same values too.
+        self.team_critic: nn.Linear | None = None
+        if team_critic:
+            self.team_critic = nn.Linear(lstm_size, self.value_heads, bias=False)
+            nn.init.zeros_(self.team_critic.weight)
         if action_prior is not None:
             self.set_action_prior(action_prior)
 
@@ -184,7 +193,7 @@ class Policy(nn.Module):
     @property
     def spec(self) -> dict[str, Any]:
         """Constructor arguments as plain types: ``Policy(**spec)`` rebuilds this architecture."""
-        return {
+        spec: dict[str, Any] = {
             "obs_dim": self.obs_dim,
             "action_nvec": list(self.action_nvec),
             "hidden_size": self.hidden_size,
@@ -193,6 +202,9 @@ class Policy(nn.Module):
             "action_mask": None if self.action_mask is None else list(self.action_mask),
             "value_heads": self.value_heads,
         }
+        if self.team_critic is not None:  # only then: files written before it existed keep their spec
+            spec["team_critic"] = True
+        return spec
 
     def actor_head_weights(self) -> list[Tensor]:
         """The weight block of each action dimension's head (views into the fused actor)."""
@@ -208,25 +220,31 @@ class Policy(nn.Module):
     # ------------------------------------------------------------------ forward paths
 
     def forward_step(
-        self, obs: Tensor, state: LstmState, episode_start: Tensor, value_class: Tensor | None = None
+        self, obs: Tensor, state: LstmState, episode_start: Tensor, value_class: Tensor | None = None,
+        team: Tensor | None = None,
     ) -> tuple[list[Tensor], Tensor, LstmState]:
         """One decision for ``n`` rows: ``(logits per head [n, k_d], value [n], new state)``.
 
         ``state`` is each row's state after its previous step; rows with ``episode_start`` begin
         from a zero state. ``value_class`` (int64 [n]) picks each row's value head (see ``_value``).
+        ``team`` (int64 [n]): rows with equal labels are teammates, for a team critic (``_value``);
+        every row of a team must be among the ``n``. The actor never reads it.
         """
         keep = (~episode_start.bool()).unsqueeze(-1).to(obs.dtype)
         h, c = self._lstm_step(self.encoder(obs), (state[0] * keep, state[1] * keep))
-        return self._split(self.mask_logits(self.actor(h), obs)), self._value(h, value_class), (h, c)
+        value = self._value(h, value_class, self._team_context(h, obs, team))
+        return self._split(self.mask_logits(self.actor(h), obs)), value, (h, c)
 
     def forward_sequence(
-        self, obs: Tensor, state: LstmState, episode_starts: Tensor, value_class: Tensor | None = None
+        self, obs: Tensor, state: LstmState, episode_starts: Tensor, value_class: Tensor | None = None,
+        team: Tensor | None = None,
     ) -> tuple[list[Tensor], Tensor]:
         """Segments of ``T`` steps for ``n`` rows: ``(logits per head [n, T, k_d], values [n, T])``.
 
         ``state`` is the state at each segment's start; it is zeroed wherever ``episode_starts``
         is set, mid-segment included, exactly as ``forward_step`` does step by step.
-        ``value_class`` (int64 [n, T]) picks each step's value head (see ``_value``).
+        ``value_class`` (int64 [n, T]) picks each step's value head (see ``_value``). ``team`` (int64
+        [n]): segments with equal labels are teammates' over the same steps (``forward_step``).
         """
         n, steps = obs.shape[0], obs.shape[1]
         x = self.encoder(obs.reshape(n * steps, -1)).view(n, steps, -1)
@@ -242,20 +260,47 @@ class Policy(nn.Module):
                 h, c = h * keep_t, c * keep_t
             h, c = self._lstm_step(x_t, (h, c))
             outs.append(h)
-        hs = torch.stack(outs, dim=1).reshape(n * steps, -1)
+        hs = torch.stack(outs, dim=1)
+        context = self._team_context(hs, obs, team)
+        hs = hs.reshape(n * steps, -1)
         logits = self.mask_logits(self.actor(hs).view(n, steps, -1), obs)
         classes = None if value_class is None else value_class.reshape(n * steps)
-        return self._split(logits), self._value(hs, classes).view(n, steps)
+        context = None if context is None else context.reshape(n * steps, -1)
+        return self._split(logits), self._value(hs, classes, context).view(n, steps)
 
-    def _value(self, h: Tensor, value_class: Tensor | None) -> Tensor:
+    def _team_context(self, h: Tensor, obs: Tensor, team: Tensor | None) -> Tensor | None:
+        """For a team critic, each row's mean LSTM output over its living teammates (itself left out):
+        ``h`` ``[n, ..., lstm_size]``, ``team`` ``[n]`` labels. A teammate shot down (no decision:
+        ``has_decision``) counts for nothing, as the actor's loss leaves out its rows; a row with no
+        living teammate (a one-fighter team, the last one alive) gets zeros. None without a team
+        critic or labels."""
+        if self.team_critic is None or team is None:
+            return None
+        alive = self.has_decision(obs).to(h.dtype).unsqueeze(-1)
+        weighted = h * alive
+        labels, index = torch.unique(team, return_inverse=True)
+        sums = torch.zeros((labels.numel(), *h.shape[1:]), dtype=h.dtype, device=h.device)
+        counts = torch.zeros((sums.shape[0], *alive.shape[1:]), dtype=h.dtype, device=h.device)
+        sums = sums.index_add(0, index, weighted)
+        counts = counts.index_add(0, index, alive)
+        others = (counts.index_select(0, index) - alive).clamp_min(1.0)
+        return (sums.index_select(0, index) - weighted) / others
+
+    def _value(self, h: Tensor, value_class: Tensor | None, team_context: Tensor | None = None) -> Tensor:
         """The critic's value of LSTM outputs ``h`` ``[m, lstm_size]``: head ``value_class[i]`` for row
         ``i``, head 0 for every row without ``value_class``.
 
         A policy trained against a mix of opponents (a league) can keep one value head per class of
         opponent (``PolicyConfig.critic_per_opponent``): the trainer knows whom each match is
         against, the actor does not, so the critic's baseline no longer averages a match it is
-        likely to lose with one it is likely to win. Only the actor acts; the heads are for training."""
+        likely to lose with one it is likely to win. Only the actor acts; the heads are for training.
+
+        A team critic (``PolicyConfig.team_critic``) adds a map of ``team_context`` (``_team_context``):
+        the value of a fighter's row then reads its living teammates' features as well as its own.
+        Without teammates the context is zero and the value is the fighter's own critic's, exactly."""
         values = self.critic(h)
+        if team_context is not None and self.team_critic is not None:
+            values = values + self.team_critic(team_context)
         if value_class is None or self.value_heads == 1:
             return values[..., 0]
         return values.gather(-1, value_class.unsqueeze(-1)).squeeze(-1)
@@ -296,10 +341,11 @@ class Policy(nn.Module):
         return [layer for layer in self.encoder if isinstance(layer, nn.Linear)]
 
     def value_step(
-        self, obs: Tensor, state: LstmState, episode_start: Tensor, value_class: Tensor | None = None
+        self, obs: Tensor, state: LstmState, episode_start: Tensor, value_class: Tensor | None = None,
+        team: Tensor | None = None,
     ) -> Tensor:
         """The critic's value of one observation per row (e.g. a final observation to bootstrap)."""
-        return self.forward_step(obs, state, episode_start, value_class)[1]
+        return self.forward_step(obs, state, episode_start, value_class, team)[1]
 
     # ------------------------------------------------------------------ action distribution
 

@@ -45,6 +45,13 @@ def format_match(result: MatchResult) -> str:
         for label, k in ((result.a, 0), (result.b, 1)):
             counts = ", ".join(f"{name} {ab[k]:.2f}" for name, ab in shown.items())
             lines.append(f"  {'per match' if k == 0 else '':9} {label}: {counts}")
+    if max(n0, n1) > 1:  # a team game: each fighter by its place in its team
+        for label, k in ((result.a, 0), (result.b, 1)):
+            for place, fighter in enumerate(result.fighters[k]):
+                counts = ", ".join(f"{name} {v:.2f}" for name, v in fighter.items()
+                                   if name in shown or name == "died_first")
+                head = "fighter" if k == 0 and place == 0 else ""
+                lines.append(f"  {head:9} {label} #{place}: {counts}")
     lines.append(f"  speed     {result.games_per_second:.1f} games/s ({result.elapsed_s:.2f} s, "
                  f"{result.steps} steps)")
     return "\n".join(lines)

@@ -121,6 +121,9 @@ class MatchProgress:
     losses: int
 
 
+Fighters = tuple[Mapping[str, float], ...]  # one side's fighters by place: event -> per match
+
+
 @dataclass(frozen=True)
 class MatchResult:
     """A against B, from A's point of view."""
@@ -140,6 +143,10 @@ class MatchResult:
     # The game's events per match, summed over each side's fighters: name -> (A's, B's). Over every
     # match played within the quotas (with an SPRT, also those after the stop).
     events: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # The same per fighter of each side (A's, B's), by its place in its team (fighter 0 is the first
+    # of its team's formation, as in the world state), plus ``died_first``: the share of matches in
+    # which it was its team's first loss (fighters shot down in the same step all count).
+    fighters: tuple[Fighters, Fighters] = ((), ())
 
     @property
     def games(self) -> int:
@@ -169,6 +176,8 @@ class MatchResult:
             "games_per_second": self.games_per_second, "envs": self.settings.envs,
             "seed": self.settings.seed, "stopped_early": self.stopped_early,
             "events_per_match": {name: {"a": a, "b": b} for name, (a, b) in self.events.items()},
+            "events_per_fighter": {"a": [dict(f) for f in self.fighters[0]],
+                                   "b": [dict(f) for f in self.fighters[1]]},
         }
         if self.settings.sprt is not None:
             t = self.settings.sprt
@@ -225,6 +234,7 @@ def play_match(
         actions = np.zeros((env.num_agents, len(env.action_space.nvec)), dtype=np.int32)
         tally = PairTally(pair_quota, layout.a_team_of_env)
         event_sums = np.zeros((2, len(env.event_names)))  # A, B
+        fighters = FighterTally(env, sides)
         test = settings.sprt
         verdict: Literal["H0", "H1"] | None = None
         steps = 0
@@ -241,6 +251,7 @@ def play_match(
             events = infos["events"]
             for k, side in enumerate(sides):
                 event_sums[k] += events[side.rows[active[side.env_of_row]]].sum(axis=0)
+            fighters.step(events, infos["done"].astype(bool), active)
             if finished.size == 0:
                 continue
             tally.finish(finished, infos["outcome"][finished], infos["episode_length"][finished])
@@ -262,7 +273,7 @@ def play_match(
     logger.info("%s vs %s: W/D/L %d/%d/%d in %.2f s (%d steps)%s", a.name, b.name, wins, draws, losses,
                 elapsed, steps, f", SPRT {verdict}" if verdict else "")
     return MatchResult(a.name, b.name, settings, wins, draws, losses, elapsed, steps, tuple(tally.matches),
-                       verdict, llr, stopped_early, per_match)
+                       verdict, llr, stopped_early, per_match, fighters.per_match(event_names))
 
 
 def on_device(player: ResolvedPlayer, device: str) -> ResolvedPlayer:
@@ -316,6 +327,56 @@ class Side:
         table_rows = self.table_rows if live.all() else self.table_rows[live]
         rows = self.rows[table_rows]
         actions[rows] = self.agent.act(obs[rows], table_rows, self.episode_start[table_rows])
+
+
+class FighterTally:
+    """The game's events of each side's fighters by their place in their team, and who died first."""
+
+    def __init__(self, env: VectorEnv, sides: list[Side]) -> None:
+        team_of_slot = np.asarray(env.team_of_row[: env.agents_per_env])
+        first_of_team = np.array([int(np.flatnonzero(team_of_slot == t)[0]) for t in team_of_slot])
+        place_of_slot = np.arange(len(team_of_slot)) - first_of_team  # place within its own team
+        self.sides = sides
+        self.places = [place_of_slot[side.rows % env.agents_per_env] for side in sides]
+        self.size = int(max(env.team_sizes))
+        names = tuple(env.event_names)
+        self.died = names.index("died") if "died" in names else None
+        self.sums = np.zeros((2, self.size, len(names)))
+        self.first_deaths = np.zeros((2, self.size))
+        self.matches = np.zeros((2, self.size))  # matches each place played (in NvM not every place does)
+        self.lost_one = np.zeros((2, env.num_envs), dtype=bool)  # a side's fighter died this match
+
+    def step(self, events: np.ndarray, done: np.ndarray, active: np.ndarray) -> None:
+        for k, side in enumerate(self.sides):
+            live = active[side.env_of_row]
+            np.add.at(self.sums[k], self.places[k][live], events[side.rows[live]])
+            if self.died is None:
+                continue
+            dying = live & (events[side.rows, self.died] > 0)
+            if dying.any():
+                envs = side.env_of_row[dying]
+                first = ~self.lost_one[k, envs]
+                np.add.at(self.first_deaths[k], self.places[k][dying][first], 1.0)
+                self.lost_one[k, envs] = True
+            ended = live & done[side.env_of_row]
+            np.add.at(self.matches[k], self.places[k][ended], 1.0)
+        self.lost_one[:, done] = False
+
+    def per_match(self, names: tuple[str, ...]) -> tuple[Fighters, Fighters]:
+        """Per side, per place that played: each event per match it played, and ``died_first``."""
+        def side(k: int) -> Fighters:
+            out = []
+            for place in range(self.size):
+                played = self.matches[k, place]
+                if played == 0:
+                    continue
+                row = {name: float(self.sums[k, place, j] / played) for j, name in enumerate(names)}
+                if self.died is not None:
+                    row["died_first"] = float(self.first_deaths[k, place] / played)
+                out.append(row)
+            return tuple(out)
+
+        return side(0), side(1)
 
 
 def _with_prior(wdl: tuple[int, int, int]) -> tuple[float, float, float]:

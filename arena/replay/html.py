@@ -58,7 +58,10 @@ def viewer_data(replay: Replay) -> dict[str, Any]:
         "colours": list(TEAM_COLOURS),
         "sides": list(scene.side_names),
         "fighters": [_fighter(scene, i) for i in range(scene.xy.shape[1])],
+        # each missile's shooter and target by their labels ("A2>B1"): the viewer writes it beside the
+        # missile in team games
         "flights": [{"owner": fl.owner, "target": fl.target, "start": fl.start,
+                     "label": f"{_label(scene, fl.owner)}>{_label(scene, fl.target)}",
                      "x": _km(fl.xy[:, 0]), "y": _km(fl.xy[:, 1])} for fl in scene.flights],
         "markers": [{"kind": m.kind, "frame": m.frame, "fighter": m.fighter, "x": round(m.x, 3),
                      "y": round(m.y, 3)} for m in scene.markers],
@@ -71,13 +74,19 @@ def viewer_data(replay: Replay) -> dict[str, Any]:
     }
 
 
+def _label(scene: Scene, i: int) -> str:
+    """Fighter ``i``'s label: its side's letter and its place in its team from 1 ("A1", "B2")."""
+    team = int(scene.team[i])
+    side = scene.side_names[team][0]  # "A" or "B"
+    return f"{side}{i + 1 - int(np.flatnonzero(scene.team == team)[0])}"
+
+
 def _fighter(scene: Scene, i: int) -> dict[str, Any]:
     alive = scene.alive[:, i]
     team = int(scene.team[i])
-    side = scene.side_names[team][0]  # "A" or "B"
     return {
         "team": team,
-        "label": f"{side}{i + 1 - int(np.flatnonzero(scene.team == team)[0])}",
+        "label": _label(scene, i),
         "x": _km(scene.xy[:, i, 0]),
         "y": _km(scene.xy[:, i, 1]),
         "heading": [round(float(h), 3) for h in scene.heading[:, i]],

@@ -40,6 +40,7 @@ PAGE = r"""<!DOCTYPE html>
         <option value="4">4&times;</option><option value="8" selected>8&times;</option>
         <option value="16">16&times;</option><option value="32">32&times;</option>
       </select></label>
+      <label><input id="labels" type="checkbox"> missile labels</label>
       <span id="clock"></span>
     </div>
     <canvas id="range" width="720" height="170"></canvas>
@@ -65,6 +66,8 @@ PAGE = r"""<!DOCTYPE html>
   const chart = $("range"), cctx = chart.getContext("2d");
   const playBtn = $("play"), scrub = $("scrub"), speedSel = $("speed"), clock = $("clock");
   const TRAIL = 50, MISSILE_TRAIL = 12;
+  const labelsBox = $("labels");
+  labelsBox.checked = Math.max(...D.game.team_sizes) > 1;  // on in team games: shooter and target
   let frame = 0, playing = false, lastTs = null, carry = 0;
 
   // World (km) to canvas pixels: the bounds fill the square canvas, north up.
@@ -160,6 +163,11 @@ PAGE = r"""<!DOCTYPE html>
       ctx.arc(px(m.x[k]), py(m.y[k]), 3.2, 0, 2 * Math.PI);
       ctx.fill();
       ctx.stroke();
+      if (labelsBox.checked) {  // whose missile, on whom: "A2>B1"
+        ctx.fillStyle = rgba(col, 0.9);
+        ctx.font = "10px sans-serif";
+        ctx.fillText(m.label, px(m.x[k]) + 5, py(m.y[k]) + 12);
+      }
     }
   }
 
@@ -407,6 +415,7 @@ PAGE = r"""<!DOCTYPE html>
       setFrame(e.key === "Home" ? 0 : T - 1);
     }
   });
+  labelsBox.addEventListener("change", () => setFrame(frame));
   window.replayViewer = {
     get frame() { return frame; },
     get frames() { return T; },

@@ -35,6 +35,10 @@ class PolicyConfig:
     # the trainer tells the critic whom each match is against, which the actor never sees
     # (``Policy._value``). False: one value for every opponent.
     critic_per_opponent: bool = False
+    # A team critic (MAPPO's centralised value): each fighter's value also reads its living teammates'
+    # LSTM features; the actor still sees only its own row (``Policy._team_context``). Team games only
+    # change: a one-fighter team's value is the plain critic's.
+    team_critic: bool = False
 
     def validate(self) -> PolicyConfig:
         for name in ("hidden_size", "lstm_size", "encoder_layers"):

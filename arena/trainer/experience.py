@@ -36,6 +36,7 @@ class Minibatch:
     state: tuple[Tensor, Tensor]  # LSTM (h, c) at each segment's start, [segments, lstm_size]
     teacher_actions: Tensor | None = None  # a kickstarting teacher's actions, when there is one
     value_class: Tensor | None = None  # each step's opponent class, the critic's head (int64)
+    team: Tensor | None = None  # a team critic's label of each segment: teammates' segments share one
 
 
 class Experience:
@@ -53,7 +54,11 @@ class Experience:
         action_dims: int,
         lstm_size: int,
         device: torch.device | str = "cpu",
+        team_of_slot: np.ndarray | None = None,
     ) -> None:
+        """``team_of_slot`` (for a team critic: the team, 0 or 1, of each fighter slot of an env, whose
+        rows come one env after another): a minibatch then holds whole teams, every segment of a team's
+        rows over the same steps, and each segment carries its team's label (``Minibatch.team``)."""
         if rollout_steps % bptt_horizon:
             raise ValueError(
                 f"rollout_steps={rollout_steps} must be a multiple of bptt_horizon={bptt_horizon}"
@@ -81,6 +86,10 @@ class Experience:
         self.state_c = torch.zeros(self.segments_per_row, rows, lstm_size, device=device)
         self.next_value = torch.zeros(rows, device=device)  # bootstrap after the last step
         self.next_mask = torch.zeros(rows, dtype=torch.bool, device=device)
+        self.team_of_slot = (None if team_of_slot is None
+                             else torch.as_tensor(np.asarray(team_of_slot, dtype=np.int64), device=device))
+        if self.team_of_slot is not None and rows % len(self.team_of_slot):
+            raise ValueError(f"{rows} rows are not whole envs of {len(self.team_of_slot)} fighters")
 
     @property
     def num_segments(self) -> int:
@@ -124,10 +133,7 @@ class Experience:
         buffer holding rows ``[first, first + rows)``); each minibatch is the run's, of which this
         buffer yields the segments it holds. A minibatch that holds none here yields one segment
         with no learner step (weight 0), so that every rank takes part in every update."""
-        order = torch.from_numpy(rng.permutation(len(segment_ids))).to(segment_ids.device)
-        shuffled = segment_ids[order]
-        for begin in range(0, len(shuffled), segments_per_minibatch):
-            ids = shuffled[begin : begin + segments_per_minibatch]
+        for ids in self._shuffled(segment_ids, segments_per_minibatch, rng, shard_rows):
             if shard_rows is None:
                 yield self.gather(ids, advantages, returns, teacher_actions)
                 continue
@@ -140,6 +146,38 @@ class Experience:
                 mb = self.gather(ids[:1] * 0, advantages, returns, teacher_actions)
                 mb.learner_mask = torch.zeros_like(mb.learner_mask)
                 yield mb
+
+    def _shuffled(
+        self, segment_ids: Tensor, per_minibatch: int, rng: np.random.Generator,
+        shard_rows: tuple[int, int] | None,
+    ) -> Iterator[Tensor]:
+        """``segment_ids`` in a random order, cut into minibatches of ``per_minibatch``. With a team
+        critic, teams are shuffled instead: the segments of a team's rows over one block of steps stay
+        together, in the minibatch where the team starts (so a minibatch may run over by part of a team)."""
+        if self.team_of_slot is None:
+            order = torch.from_numpy(rng.permutation(len(segment_ids))).to(segment_ids.device)
+            shuffled = segment_ids[order]
+            for begin in range(0, len(shuffled), per_minibatch):
+                yield shuffled[begin : begin + per_minibatch]
+            return
+        total = self.rows if shard_rows is None else shard_rows[1]
+        block, row = segment_ids // total, segment_ids % total
+        _, group = torch.unique(block * (2 * total) + self._label(row), return_inverse=True)
+        groups = int(group.max()) + 1 if len(group) else 0
+        rank = torch.from_numpy(rng.permutation(groups)).to(segment_ids.device)[group]
+        rank, order = torch.sort(rank, stable=True)
+        shuffled = segment_ids[order]
+        sizes = torch.bincount(rank, minlength=groups)
+        first_of_group = torch.cumsum(sizes, 0) - sizes
+        per_batch = torch.bincount(first_of_group // per_minibatch, weights=sizes.to(torch.float64))
+        yield from shuffled.split([int(n) for n in per_batch.tolist() if n > 0])
+
+    def _label(self, row: Tensor) -> Tensor:
+        """A team critic's label of each row (this buffer's rows, or a data-parallel run's): env * 2 +
+        team; labels are < the rows counted."""
+        assert self.team_of_slot is not None
+        a = len(self.team_of_slot)
+        return row // a * 2 + self.team_of_slot[row % a]
 
     def gather(
         self, ids: Tensor, advantages: Tensor, returns: Tensor, teacher_actions: Tensor | None = None
@@ -163,6 +201,7 @@ class Experience:
             state=(self.state_h[block, row], self.state_c[block, row]),
             teacher_actions=None if teacher_actions is None else pick(teacher_actions),
             value_class=pick(self.value_class),
+            team=None if self.team_of_slot is None else block * (2 * self.rows) + self._label(row),
         )
 
     def row_major(self, x: Tensor) -> Tensor:

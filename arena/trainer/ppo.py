@@ -171,6 +171,7 @@ class PPOTrainer:
         self.experience = Experience(
             self.env.num_agents, cfg.rollout_steps, cfg.bptt_horizon, self.env.obs_dim,
             len(self.env.action_space.nvec), self.policy.lstm_size, self.device,
+            team_of_slot=self.env.team_of_row[: self.env.agents_per_env] if self.policy.team_critic else None,
         )
         self._step_fn = torch.compile(self.policy.forward_step) if cfg.compile else self.policy.forward_step
         self._sequence_fn = (
@@ -378,7 +379,7 @@ class PPOTrainer:
         self, mb: Minibatch, measure_replay: bool, kickstart_coef: float = 0.0
     ) -> tuple[dict[str, float], float]:
         cfg, group = self.config, self.collective
-        logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts, mb.value_class)
+        logits, values = self._sequence_fn(mb.obs, mb.state, mb.episode_starts, mb.value_class, mb.team)
         new_logprobs, entropy = self.policy.log_prob_and_entropy(logits, mb.actions)
         weight = mb.learner_mask.to(values.dtype)
         # The policy's terms (its loss, the entropy bonus, kickstarting, the advantages' statistics)
@@ -686,9 +687,10 @@ class _SequenceModule(torch.nn.Module):
         self.policy = policy
 
     def forward(
-        self, obs: Tensor, state: tuple[Tensor, Tensor], starts: Tensor, value_class: Tensor | None = None
+        self, obs: Tensor, state: tuple[Tensor, Tensor], starts: Tensor, value_class: Tensor | None = None,
+        team: Tensor | None = None,
     ) -> tuple[list[Tensor], Tensor]:
-        return self.policy.forward_sequence(obs, state, starts, value_class)
+        return self.policy.forward_sequence(obs, state, starts, value_class, team)
 
 
 def _may_play_frozen_policies(matchmaker: Matchmaker | None) -> bool:

@@ -59,6 +59,12 @@ from arena.trainer.stats import RolloutStats
 
 logger = logging.getLogger(__name__)
 
+
+def _team_labels(team_of_row: np.ndarray, agents_per_env: int) -> np.ndarray:
+    """int64 per row: ``env * 2 + team``, one label per team of each env (a team critic's grouping)."""
+    rows = np.arange(len(team_of_row), dtype=np.int64)
+    return rows // agents_per_env * 2 + np.asarray(team_of_row, dtype=np.int64)
+
 StepFn = Callable[..., tuple[list[Tensor], Tensor, tuple[Tensor, Tensor]]]
 # reward_fn(arena.rewards.StepBatch) -> (total [rows] float32, {term: [rows]}); optional .reset(done_rows)
 RewardFn = Callable[[Any], tuple[np.ndarray, dict[str, np.ndarray]]]
@@ -151,6 +157,10 @@ class Rollout:
         # the critic's head of each row (its opponent's class), where the policy has more than one
         self.value_class = torch.from_numpy(opponents.value_class_of_row)  # a view, as above
         self.per_class = policy.value_heads > 1
+        # a team critic's labels: rows of one team of one env share one (env * 2 + team)
+        self.team_label = None
+        if policy.team_critic is not None:
+            self.team_label = torch.as_tensor(_team_labels(env.team_of_row, self.a), device=self.device)
         dims = len(env.action_space.nvec)
         act_device = self.device if self.env_on_gpu else torch.device("cpu")
         self.actions = torch.zeros(rows, dims, dtype=torch.int64, device=act_device)  # this step's, every row
@@ -374,7 +384,7 @@ class Rollout:
         rows, exp = groups.learner, self.exp
         if isinstance(rows, slice):
             logits, value, (h, c) = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows],
-                                                 self._classes(rows))
+                                                 self._classes(rows), self._teams(rows))
             actions, logp = self.policy.sample_actions(logits, noise=self.noise[rows])
             self.h[rows], self.c[rows] = h, c
             exp.logprobs[t, rows], exp.values[t, rows] = logp, value
@@ -382,13 +392,22 @@ class Rollout:
             return
         state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
         logits, value, (h, c) = self.step_fn(obs.index_select(0, rows), state, starts.index_select(0, rows),
-                                             self._classes(rows))
+                                             self._classes(rows), self._teams(rows))
         actions, logp = self.policy.sample_actions(logits, noise=self.noise.index_select(0, rows))
         self.h.index_copy_(0, rows, h)
         self.c.index_copy_(0, rows, c)
         exp.logprobs[t].index_copy_(0, rows, logp)
         exp.values[t].index_copy_(0, rows, value)
         self.actions.index_copy_(0, rows.to(self.actions.device), actions.to(self.actions.device))
+
+    def _teams(self, rows: slice | Tensor) -> Tensor | None:
+        """The team critic's labels of ``rows`` on the policy device; None where the policy has none.
+        Every call hands the policy whole teams: a half, the learner's rows, the truncated ones."""
+        if self.team_label is None:
+            return None
+        if isinstance(rows, slice):
+            return self.team_label[rows]
+        return self.team_label.index_select(0, rows.to(self.device))
 
     def _classes(self, rows: slice | Tensor) -> Tensor | None:
         """The critic's head of ``rows`` on the policy device; None where the policy has one."""
@@ -452,7 +471,7 @@ class Rollout:
         final = self.out.final_obs.index_select(0, rows.to(self.out.final_obs.device)).to(self.device)
         state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
         no_start = torch.zeros(len(rows_np), dtype=torch.bool, device=self.device)
-        value = self.step_fn(final, state, no_start, self._classes(rows))[1]
+        value = self.step_fn(final, state, no_start, self._classes(rows), self._teams(rows))[1]
         self.exp.final_values[t].index_copy_(0, rows, value)
         self.stats.add_time("inference", time.perf_counter() - t0)
 
@@ -467,7 +486,9 @@ class Rollout:
         self.episode_events += self._events
         if done_rows.any():
             self.stats.record_returns(self.episode_return[done_rows & learner])
-            self.stats.record_events(self.episode_events[done_rows & learner], self.event_names)
+            ended = np.flatnonzero(done_rows & learner)
+            slots = ended % self.a if self.a > 2 else None  # a team game: per fighter slot too
+            self.stats.record_events(self.episode_events[ended], self.event_names, slots)
             self.episode_return[done_rows] = 0.0
             self.episode_events[done_rows] = 0.0
 
@@ -545,10 +566,10 @@ class Rollout:
         rows = groups.learner
         if isinstance(rows, slice):
             exp.next_value[rows] = self.step_fn(obs[rows], (self.h[rows], self.c[rows]), starts[rows],
-                                                self._classes(rows))[1]
+                                                self._classes(rows), self._teams(rows))[1]
         else:
             state = (self.h.index_select(0, rows), self.c.index_select(0, rows))
             value = self.step_fn(obs.index_select(0, rows), state, starts.index_select(0, rows),
-                                 self._classes(rows))[1]
+                                 self._classes(rows), self._teams(rows))[1]
             exp.next_value.index_copy_(0, rows, value)
         self.stats.add_time("inference", time.perf_counter() - t0)

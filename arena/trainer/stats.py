@@ -1,7 +1,8 @@
 """What the rollout counts between two ``mean_and_log`` calls: episodes, match outcomes per opponent,
 the game's events per learner fighter and match (``match/<event>``, e.g. ``match/fired``,
-``match/hits``, ``match/evaded`` in midrange: whether the learner shoots, hits and defends), reward
-terms and where the time went."""
+``match/hits``, ``match/evaded`` in midrange: whether the learner shoots, hits and defends; in a team
+game also per fighter slot, ``match/fighter<i>/<event>``, ``i`` as in the world state), reward terms
+and where the time went."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ class RolloutStats:
         self.term_samples = 0
         self.event_sums: dict[str, float] = defaultdict(float)
         self.event_rows = 0
+        self.slot_event_sums: dict[str, float] = defaultdict(float)  # "fighter<i>/<event>"
+        self.slot_rows: dict[str, int] = defaultdict(int)  # "fighter<i>"
         self.seconds: dict[str, float] = defaultdict(float)
 
     def add_time(self, part: str, seconds: float) -> None:
@@ -42,13 +45,23 @@ class RolloutStats:
         self.return_sum += float(returns.sum())
         self.returns += len(returns)
 
-    def record_events(self, counts: np.ndarray, names: tuple[str, ...]) -> None:
-        """Each event's count over a finished match, one row per learner row whose match ended."""
+    def record_events(
+        self, counts: np.ndarray, names: tuple[str, ...], slots: np.ndarray | None = None
+    ) -> None:
+        """Each event's count over a finished match, one row per learner row whose match ended;
+        ``slots`` (a team game): each row's fighter slot in its env, for the per-slot means."""
         if len(counts) == 0:
             return
         for name, total in zip(names, counts.sum(axis=0).tolist(), strict=True):
             self.event_sums[name] += float(total)
         self.event_rows += len(counts)
+        if slots is None:
+            return
+        for slot in np.unique(slots).tolist():
+            mine = slots == slot
+            for name, total in zip(names, counts[mine].sum(axis=0).tolist(), strict=True):
+                self.slot_event_sums[f"fighter{slot}/{name}"] += float(total)
+            self.slot_rows[f"fighter{slot}"] += int(mine.sum())
 
     def record_matches(
         self, players: np.ndarray, names: list[str], outcomes: np.ndarray, lengths: np.ndarray
@@ -77,6 +90,7 @@ class RolloutStats:
             "lengths": self.lengths, "outcomes": {k: v.tolist() for k, v in self.outcomes.items()},
             "term_sums": dict(self.term_sums), "term_samples": self.term_samples,
             "event_sums": dict(self.event_sums), "event_rows": self.event_rows, "seconds": dict(self.seconds),
+            "slot_event_sums": dict(self.slot_event_sums), "slot_rows": dict(self.slot_rows),
         }
 
     def merge(self, states: list[dict[str, object]]) -> None:
@@ -96,6 +110,10 @@ class RolloutStats:
             for k, v in st["event_sums"].items():  # type: ignore[attr-defined]
                 self.event_sums[k] += float(v)
             self.event_rows += int(st["event_rows"])  # type: ignore[call-overload]
+            for k, v in st.get("slot_event_sums", {}).items():  # type: ignore[attr-defined]
+                self.slot_event_sums[k] += float(v)
+            for k, v in st.get("slot_rows", {}).items():  # type: ignore[attr-defined]
+                self.slot_rows[k] += int(v)
             for k, v in st["seconds"].items():  # type: ignore[attr-defined]
                 self.seconds[k] += float(v) / len(states)
 
@@ -117,6 +135,10 @@ class RolloutStats:
         if self.event_rows:
             for name, total_value in self.event_sums.items():
                 out[f"match/{name}"] = total_value / self.event_rows
+        for key, total_value in sorted(self.slot_event_sums.items()):
+            rows = self.slot_rows[key.split("/")[0]]
+            if rows:
+                out[f"match/{key}"] = total_value / rows
         if self.term_samples:
             for name, total_value in sorted(self.term_sums.items()):
                 out[f"reward/{name}"] = total_value / self.term_samples
