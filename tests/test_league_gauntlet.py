@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from arena.agents.players import game_spaces
 from arena.agents.policy import Policy
 from arena.league import LEAGUE_DB, LeagueStore, Player
 from arena.league.__main__ import main as league_cli
@@ -79,8 +80,6 @@ def test_league_show_prints_the_gauntlet_and_draws_strength_over_time(league_run
 
 def test_a_gauntlet_against_a_named_checkpoint_and_a_bot(tmp_path):
     torch.manual_seed(0)
-    from arena.agents.players import game_spaces
-
     spaces = game_spaces("rpsw")
     files = []
     for k in range(2):
@@ -95,6 +94,24 @@ def test_a_gauntlet_against_a_named_checkpoint_and_a_bot(tmp_path):
     metrics = gauntlet_metrics(records)
     assert set(metrics) == {"gauntlet/p1", "gauntlet/p1_lo", "gauntlet/p1_hi", "gauntlet/constant",
                             "gauntlet/constant_lo", "gauntlet/constant_hi"}
+
+
+def test_an_nvm_gauntlet_gives_each_side_its_own_row_beside_the_side_swapped_one(tmp_path):
+    sizes = (2, 1)
+    spaces = game_spaces("midrange", sizes)
+    torch.manual_seed(0)
+    policy = Policy(spaces.obs_dim, list(spaces.action_nvec), hidden_size=8, lstm_size=8)
+    torch.save({"policy_spec": policy.spec, "policy": policy.state_dict()}, tmp_path / "p.pt")
+    gauntlet = Gauntlet(["scripted:heuristic"], 8, game="midrange", team_sizes=sizes, seed=3,
+                        overrides={"time_limit_s": 60.0})
+    both, pair, single = gauntlet.play("snap-0", tmp_path / "p.pt", learner_step=1)
+    assert (both.reference, pair.reference, single.reference) == (
+        "scripted:heuristic", "scripted:heuristic@2v1", "scripted:heuristic@1v2")
+    assert pair.games == single.games == 4  # half the side-swapped games each
+    for count in ("wins", "draws", "losses"):
+        assert getattr(pair, count) + getattr(single, count) == getattr(both, count)
+    assert set(gauntlet_metrics([pair])) == {"gauntlet/heuristic@2v1", "gauntlet/heuristic@2v1_lo",
+                                             "gauntlet/heuristic@2v1_hi"}
 
 
 def test_an_unknown_reference_fails_at_start_up_by_name():

@@ -10,6 +10,9 @@ spawns: differences between snapshots come from the players), batched in the cor
 (``gauntlet/<reference>``), the dashboard and ``python -m arena.league show``. With ``replays=N``
 (``league.gauntlet.replays``) the first N games against each reference are saved as replay files,
 ``<replay_dir>/<snapshot>-vs-<reference>.npz`` (``-2``, ``-3``, ... after the first; see ``arena.replay``).
+In an NvM game (``env.team_sizes=[2,1]``) the snapshot plays each reference on both sides, as every
+evaluation does, and each side's games get their own row too (``side_name``: ``scripted:heuristic@2v1``
+as the pair, ``@1v2`` as the single fighter); the guard still judges by the side-swapped rows.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.agents.players import game_spaces, resolve_player
+from arena.evaluation.pairing import PlayedMatch
 from arena.evaluation.runner import MatchSettings, play_match
 from arena.league.model.store import GauntletRecord
 from arena.league.run.learner import snapshot_file_name
@@ -82,9 +86,12 @@ class Gauntlet:
                 self._save_replays(recorder.replays(result.matches), player_id, spec)
             records.append(GauntletRecord(player_id, spec, learner_step, result.wins, result.draws,
                                           result.losses))
-            score, lo, hi = records[-1].score()
-            logger.info("gauntlet %s vs %s: %d/%d/%d, score %.3f [%.3f, %.3f]", player_id, spec,
-                        result.wins, result.draws, result.losses, score, lo, hi)
+            if self.team_sizes[0] != self.team_sizes[1]:  # NvM: each side on its own row too
+                records += side_records(player_id, spec, learner_step, result.matches, self.team_sizes)
+            for record in records[-3 if self.team_sizes[0] != self.team_sizes[1] else -1:]:
+                score, lo, hi = record.score()
+                logger.info("gauntlet %s vs %s: %d/%d/%d, score %.3f [%.3f, %.3f]", player_id,
+                            record.reference, record.wins, record.draws, record.losses, score, lo, hi)
         return records
 
     def _recorder(self) -> Any:
@@ -107,6 +114,24 @@ class Gauntlet:
         """(reference, replay file, ``Replay``) of every replay saved since the last call."""
         saved, self.saved = self.saved, []
         return saved
+
+
+def side_name(reference: str, team_sizes: tuple[int, int], team: int) -> str:
+    """The gauntlet row of a snapshot's games on one side of an NvM match: ``<reference>@<mine>v<theirs>``
+    (``scripted:heuristic@2v1``: the snapshot flew the pair, the heuristic the single fighter)."""
+    return f"{reference}@{team_sizes[team]}v{team_sizes[1 - team]}"
+
+
+def side_records(player_id: str, reference: str, learner_step: int | None, matches: Sequence[PlayedMatch],
+                 team_sizes: tuple[int, int]) -> list[GauntletRecord]:
+    """The snapshot's W/D/L on each side of an NvM gauntlet (team 0's games, then team 1's); the guard
+    judges by the side-swapped record of both, these are for the logs, the dashboard and ``league show``."""
+    out = []
+    for team in (0, 1):
+        outcomes = [m.a_outcome for m in matches if m.a_team == team]
+        out.append(GauntletRecord(player_id, side_name(reference, team_sizes, team), learner_step,
+                                  outcomes.count(1), outcomes.count(0), outcomes.count(-1)))
+    return out
 
 
 def gauntlet_metrics(records: Sequence[GauntletRecord]) -> dict[str, float]:

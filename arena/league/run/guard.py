@@ -197,7 +197,7 @@ class Guard:
             except BaseException:
                 path.unlink(missing_ok=True)
                 raise
-        candidate = guard_score(records)
+        candidate = guard_score([r for r in records if r.reference in self.gauntlet.references])
         counts = self.counts()
         if not rejects(candidate, best, self.config.guard_margin):
             path.unlink(missing_ok=True)
