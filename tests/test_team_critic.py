@@ -76,6 +76,17 @@ def test_teammates_change_a_fighters_value_and_never_its_actions() -> None:
     assert not torch.allclose(value_t, value_p)
 
 
+def test_a_fighters_value_reads_its_teammates_features_without_training_them() -> None:
+    _, team = policies()
+    obs = torch.randn(2, OBS, requires_grad=True)
+    _, value, _ = team.forward_step(obs, team.initial_state(2), torch.ones(2, dtype=torch.bool), None,
+                                    torch.tensor([0, 0]))
+    value[0].backward()
+    assert obs.grad is not None
+    assert obs.grad[0].abs().sum() > 0  # its own row: the plain critic's gradient
+    assert not obs.grad[1].any()  # the teammate's row: read, never shaped
+
+
 def test_a_shot_down_teammate_adds_nothing_to_the_team_critic() -> None:
     torch.manual_seed(3)
     team = Policy(obs_dim=12, action_nvec=NVEC, hidden_size=16, lstm_size=8, action_mask=list(MASK),

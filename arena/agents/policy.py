@@ -270,12 +270,15 @@ class Policy(nn.Module):
 
     def _team_context(self, h: Tensor, obs: Tensor, team: Tensor | None) -> Tensor | None:
         """For a team critic, each row's mean LSTM output over its living teammates (itself left out):
-        ``h`` ``[n, ..., lstm_size]``, ``team`` ``[n]`` labels. A teammate shot down (no decision:
-        ``has_decision``) counts for nothing, as the actor's loss leaves out its rows; a row with no
-        living teammate (a one-fighter team, the last one alive) gets zeros. None without a team
-        critic or labels."""
+        ``h`` ``[n, ..., lstm_size]``, ``team`` ``[n]`` labels. No gradient flows back through it: the
+        shared encoder and LSTM learn from each fighter's own actor and critic losses as without a
+        team critic (MAPPO keeps the critic's network apart from the actor's for the same reason).
+        A teammate shot down (no decision: ``has_decision``) counts for nothing, as the actor's loss
+        leaves out its rows; a row with no living teammate (a one-fighter team, the last one alive)
+        gets zeros. None without a team critic or labels."""
         if self.team_critic is None or team is None:
             return None
+        h = h.detach()  # read, not shaped: the team's values never pull on a teammate's features
         alive = self.has_decision(obs).to(h.dtype).unsqueeze(-1)
         weighted = h * alive
         labels, index = torch.unique(team, return_inverse=True)
