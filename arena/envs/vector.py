@@ -87,6 +87,9 @@ class VectorEnv:
         self._nvec = np.asarray(core.action_nvec, dtype=np.int64)
         team_of_slot = np.array([0] * team_sizes[0] + [1] * team_sizes[1], dtype=np.int8)
         self.team_of_row: np.ndarray = np.tile(team_of_slot, self.num_envs)
+        # each row's place in its own team (0 = the first of its team's formation)
+        self.place_of_row: np.ndarray = np.tile(np.r_[np.arange(team_sizes[0]), np.arange(team_sizes[1])],
+                                                self.num_envs)
         self._seed_rng = np.random.default_rng(seed)
         self._seed = seed
         self._closed = False

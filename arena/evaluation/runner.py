@@ -333,11 +333,8 @@ class FighterTally:
     """The game's events of each side's fighters by their place in their team, and who died first."""
 
     def __init__(self, env: VectorEnv, sides: list[Side]) -> None:
-        team_of_slot = np.asarray(env.team_of_row[: env.agents_per_env])
-        first_of_team = np.array([int(np.flatnonzero(team_of_slot == t)[0]) for t in team_of_slot])
-        place_of_slot = np.arange(len(team_of_slot)) - first_of_team  # place within its own team
         self.sides = sides
-        self.places = [place_of_slot[side.rows % env.agents_per_env] for side in sides]
+        self.places = [env.place_of_row[side.rows] for side in sides]
         self.size = int(max(env.team_sizes))
         names = tuple(env.event_names)
         self.died = names.index("died") if "died" in names else None

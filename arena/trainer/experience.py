@@ -39,6 +39,14 @@ class Minibatch:
     team: Tensor | None = None  # a team critic's label of each segment: teammates' segments share one
 
 
+def team_labels(row: Tensor, team_of_slot: Tensor) -> Tensor:
+    """A team critic's label of each row (``env * 2 + team``; rows come one env after another, each
+    env's fighter slots belonging to ``team_of_slot``): teammates share one, and labels are < the
+    rows counted. The rollout labels its rows with it, the buffer its segments."""
+    a = len(team_of_slot)
+    return row // a * 2 + team_of_slot[row % a]
+
+
 class Experience:
     """Preallocated storage for one rollout of ``rollout_steps`` steps of every row.
 
@@ -162,8 +170,9 @@ class Experience:
             return
         total = self.rows if shard_rows is None else shard_rows[1]
         block, row = segment_ids // total, segment_ids % total
-        _, group = torch.unique(block * (2 * total) + self._label(row), return_inverse=True)
-        groups = int(group.max()) + 1 if len(group) else 0
+        key = block * (2 * total) + team_labels(row, self.team_of_slot)
+        keys, group = torch.unique(key, return_inverse=True)
+        groups = keys.numel()
         rank = torch.from_numpy(rng.permutation(groups)).to(segment_ids.device)[group]
         rank, order = torch.sort(rank, stable=True)
         shuffled = segment_ids[order]
@@ -171,13 +180,6 @@ class Experience:
         first_of_group = torch.cumsum(sizes, 0) - sizes
         per_batch = torch.bincount(first_of_group // per_minibatch, weights=sizes.to(torch.float64))
         yield from shuffled.split([int(n) for n in per_batch.tolist() if n > 0])
-
-    def _label(self, row: Tensor) -> Tensor:
-        """A team critic's label of each row (this buffer's rows, or a data-parallel run's): env * 2 +
-        team; labels are < the rows counted."""
-        assert self.team_of_slot is not None
-        a = len(self.team_of_slot)
-        return row // a * 2 + self.team_of_slot[row % a]
 
     def gather(
         self, ids: Tensor, advantages: Tensor, returns: Tensor, teacher_actions: Tensor | None = None
@@ -201,7 +203,8 @@ class Experience:
             state=(self.state_h[block, row], self.state_c[block, row]),
             teacher_actions=None if teacher_actions is None else pick(teacher_actions),
             value_class=pick(self.value_class),
-            team=None if self.team_of_slot is None else block * (2 * self.rows) + self._label(row),
+            team=None if self.team_of_slot is None
+            else block * (2 * self.rows) + team_labels(row, self.team_of_slot),
         )
 
     def row_major(self, x: Tensor) -> Tensor:

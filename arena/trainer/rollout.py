@@ -53,17 +53,11 @@ from arena import _core
 from arena.agents.policy import Policy
 from arena.envs.vector import VectorEnv
 from arena.rewards import StepBatch, TorchStepBatch
-from arena.trainer.experience import Experience
+from arena.trainer.experience import Experience, team_labels
 from arena.trainer.opponents import Opponents, RowGroups
 from arena.trainer.stats import RolloutStats
 
 logger = logging.getLogger(__name__)
-
-
-def _team_labels(team_of_row: np.ndarray, agents_per_env: int) -> np.ndarray:
-    """int64 per row: ``env * 2 + team``, one label per team of each env (a team critic's grouping)."""
-    rows = np.arange(len(team_of_row), dtype=np.int64)
-    return rows // agents_per_env * 2 + np.asarray(team_of_row, dtype=np.int64)
 
 StepFn = Callable[..., tuple[list[Tensor], Tensor, tuple[Tensor, Tensor]]]
 # reward_fn(arena.rewards.StepBatch) -> (total [rows] float32, {term: [rows]}); optional .reset(done_rows)
@@ -160,7 +154,8 @@ class Rollout:
         # a team critic's labels: rows of one team of one env share one (env * 2 + team)
         self.team_label = None
         if policy.team_critic is not None:
-            self.team_label = torch.as_tensor(_team_labels(env.team_of_row, self.a), device=self.device)
+            slots = torch.as_tensor(env.team_of_row[: self.a], dtype=torch.int64, device=self.device)
+            self.team_label = team_labels(torch.arange(rows, device=self.device), slots)
         dims = len(env.action_space.nvec)
         act_device = self.device if self.env_on_gpu else torch.device("cpu")
         self.actions = torch.zeros(rows, dims, dtype=torch.int64, device=act_device)  # this step's, every row

@@ -84,11 +84,11 @@ class Gauntlet:
             result = play_match(player, reference, settings, recorder=recorder)
             if recorder is not None:
                 self._save_replays(recorder.replays(result.matches), player_id, spec)
-            records.append(GauntletRecord(player_id, spec, learner_step, result.wins, result.draws,
-                                          result.losses))
+            played = [GauntletRecord(player_id, spec, learner_step, result.wins, result.draws, result.losses)]
             if self.team_sizes[0] != self.team_sizes[1]:  # NvM: each side on its own row too
-                records += side_records(player_id, spec, learner_step, result.matches, self.team_sizes)
-            for record in records[-3 if self.team_sizes[0] != self.team_sizes[1] else -1:]:
+                played += side_records(player_id, spec, learner_step, result.matches, self.team_sizes)
+            records += played
+            for record in played:
                 score, lo, hi = record.score()
                 logger.info("gauntlet %s vs %s: %d/%d/%d, score %.3f [%.3f, %.3f]", player_id,
                             record.reference, record.wins, record.draws, record.losses, score, lo, hi)
