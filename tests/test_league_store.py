@@ -79,9 +79,11 @@ def test_round_trip_rebuilds_players_matches_payoff_and_ratings(tmp_path):
         store.set_meta("run", {"seed": 1})
     with LeagueStore(path, create=False) as store:
         state = store.load(decay=0.9)
+        matches = store.matches()
     assert state.players == PLAYERS
-    assert [m.match_id for m in state.matches] == list(range(1, 31))
-    for i, m in enumerate(state.matches):
+    assert state.match_count == 30 and state.last_match_id == 30
+    assert [m.match_id for m in matches] == list(range(1, 31))
+    for i, m in enumerate(matches):
         team_a, team_b, outcome = match(i)
         assert (list(m.team_a), list(m.team_b), m.outcome) == (team_a, team_b, outcome)
         assert (m.learner_step, m.length) == (10 * i, 100 + i)
@@ -206,18 +208,20 @@ def test_sigkill_at_a_random_moment_leaves_exactly_the_committed_matches(tmp_pat
     with LeagueStore(db, create=False) as store:
         state = store.load()
         history = store.rating_history()
-        n = len(state.matches)
+        matches = store.matches()
+        n = len(matches)
+        assert state.match_count == n
         assert n >= reported  # every match the child reported as committed is there (and maybe one more)
-        assert [m.match_id for m in state.matches] == list(range(1, n + 1))
+        assert [m.match_id for m in matches] == list(range(1, n + 1))
         replay = Ratings()
         by_match: dict[int, dict] = {}
         for row in history:
             by_match.setdefault(row.match_id, {})[row.player_id] = (row.mu, row.sigma)
-        for i, m in enumerate(state.matches):
+        for i, m in enumerate(matches):
             team_a, team_b, outcome = match(i)
             assert (list(m.team_a), list(m.team_b), m.outcome) == (team_a, team_b, outcome)
             assert by_match[m.match_id] == replay.rate(team_a, team_b, outcome)  # no partial match
-        assert set(by_match) == {m.match_id for m in state.matches}
+        assert set(by_match) == {m.match_id for m in matches}
         # (trueskill keeps a rating as precision and precision-mean: reading mu and sigma back after
         # setting them can differ in the last bit)
         expected = replay.as_dict()

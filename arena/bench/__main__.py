@@ -19,6 +19,8 @@ COMMANDS = {
     "exploit": ("arena.bench.exploit",
                 "approximate exploitability: a fresh learner trains against TARGET alone, its score"),
     "gpu": ("arena.bench.gpu", "the GPU path in one command (<= 6 min): parity, physics, SPS, league"),
+    "league-scale": ("arena.bench.league_scale",
+                     "a week-long league: resume, per-update league work, memory, disk at 20k snapshots"),
     "crash": ("arena.bench.crash", "SIGKILL a league run at random moments, resume it, check the league"),
     "sb3": ("arena.bench.sb3", "Stable-Baselines3 on ArenaVecEnv vs SubprocVecEnv: env and PPO.learn SPS"),
     "pruning": ("arena.bench.pruning", "one Optuna study on rpsw without and with a pruner: wall time, best"),

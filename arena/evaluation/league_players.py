@@ -39,7 +39,10 @@ def league_players(
     if not db.is_file():
         raise FileNotFoundError(f"no league store at {db}")
     with LeagueStore(db, read_only=True) as store:
-        pool = store.players()
+        retired = store.retired()  # their files are gone (league.retention); their history stays
+        pool = [p for p in store.players() if p.player_id not in retired]
+    if retired:
+        logger.info("leaving out %d players that retention retired", len(retired))
     checkpoints = dict(checkpoints or {})
     unknown = sorted(set(checkpoints) - {p.player_id for p in pool})
     if unknown:

@@ -119,6 +119,27 @@ class LeagueExploiterConfig:
     reset_prob: float = 0.25
 
 
+MAX_VIEW_PLAYERS = 100  # 100 x 100 cells: W&B's 10,000-row table limit
+
+
+@dataclass
+class RetentionConfig:
+    """What a long league keeps on disk (``arena.league.run.retention``). After each new snapshot, the
+    snapshots outside the kept set are retired: each leaves the pool and its file is deleted, while
+    its ratings, matches and gauntlet rows stay in the store. Kept: each learning player's
+    ``keep_recent`` newest snapshots, the ``keep_top`` best rated, the guard's best and every
+    snapshot the league publishes (or holds in PSRO's meta-game), and any snapshot an env is playing
+    now. Files of the guard's rejected candidates (``league/rejected``) and gauntlet replays
+    (``replays/``, with their GIFs) are capped at their newest ``max_rejected`` and ``max_replays``.
+    ``enabled: false`` keeps everything."""
+
+    enabled: bool = True
+    keep_recent: int = 200
+    keep_top: int = 64
+    max_rejected: int = 20
+    max_replays: int = 100
+
+
 @dataclass
 class GauntletConfig:
     """A new snapshot of the main learner plays ``games`` side-swapped, seed-paired games against
@@ -167,6 +188,10 @@ class LeagueConfig:
     main_exploiter: MainExploiterConfig | None = None
     league_exploiter: LeagueExploiterConfig | None = None
     gauntlet: GauntletConfig = field(default_factory=GauntletConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
+    # Opening a league again checks each snapshot file's sha256 only where its size or mtime changed
+    # since the last check (the hash is taken when the file is written); true: hash every file
+    verify_all: bool = False
     # Under torchrun: the last E ranks each run one of the E exploiters, concurrently with the main
     # learner, which is data-parallel over the other ranks (``arena.league.run.exploiter_ranks``).
     exploiter_ranks: bool = False
@@ -192,6 +217,10 @@ class LeagueConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"league.{name}={value!r} must be an integer >= 1")
+        if self.view_players > MAX_VIEW_PLAYERS:  # the payoff heatmap's table has a row per pair
+            raise ValueError(f"league.view_players={self.view_players} must be at most {MAX_VIEW_PLAYERS}: "
+                             f"its payoff table holds view_players^2 rows and W&B keeps 10,000 "
+                             "(`python -m arena.league show RUN_DIR --all` draws every player)")
         g = self.gauntlet
         if isinstance(g.games, bool) or not isinstance(g.games, int) or g.games < 0:
             raise ValueError(f"league.gauntlet.games={g.games!r} must be an integer >= 0 (0: no gauntlet)")
@@ -238,6 +267,18 @@ class LeagueConfig:
         if isinstance(self.meta_games, bool) or not isinstance(self.meta_games, int) or self.meta_games < 2:
             raise ValueError(f"league.meta_games={self.meta_games!r} must be an integer >= 2 (games of each "
                              "new snapshot against each earlier one)")
+        r = self.retention
+        if not isinstance(r.enabled, bool):
+            raise ValueError(f"league.retention.enabled={r.enabled!r} must be true or false")
+        for name in ("keep_recent", "keep_top", "max_rejected", "max_replays"):
+            value = getattr(r, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"league.retention.{name}={value!r} must be an integer >= 0")
+        if r.enabled and r.keep_recent < 1:
+            raise ValueError("league.retention.keep_recent=0 would retire the newest snapshot; keep at "
+                             "least 1 (or set league.retention.enabled=false)")
+        if not isinstance(self.verify_all, bool):
+            raise ValueError(f"league.verify_all={self.verify_all!r} must be true or false")
         if not isinstance(self.exploiter_ranks, bool):
             raise ValueError(f"league.exploiter_ranks={self.exploiter_ranks!r} must be true or false")
         if self.main_exploiter is not None:

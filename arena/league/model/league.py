@@ -18,6 +18,7 @@ from arena.envs.outcomes import Result, ResultLike
 from arena.league.model.payoff import PayoffTable
 from arena.league.model.players import Player, Pool
 from arena.league.model.ratings import Ratings
+from arena.league.model.records import PlayerRecords
 from arena.league.model.store import LEAGUE_DB, META_DECAY, META_RATINGS, LeagueStore
 
 log = logging.getLogger(__name__)
@@ -48,12 +49,21 @@ class League:
     def _reload(self) -> None:
         """Pool, payoff and ratings as the store holds them."""
         state = self.store.load(self.decay)
-        self.pool = Pool(state.players)
+        self.pool = Pool(state.players, retired=self.store.retired())
         self.payoff: PayoffTable = state.payoff
         self.ratings = _fresh_like(self.ratings)
         for player_id, (mu, sigma) in state.ratings.items():
             self.ratings.set(player_id, mu, sigma)
-        self.match_count = len(state.matches)
+        self.records = PlayerRecords(state.records)  # undecayed W/D/L, for the leaderboard
+        self.match_count = state.match_count
+        self.last_match_id = state.last_match_id
+
+    def mark(self) -> bool:
+        """Writes a mark of the league as it stands (``LeagueStore.write_mark``): a later open or
+        rollback replays only the matches after it. The training run marks at every checkpoint.
+        Returns False where the store holds matches this league has not seen (nothing written)."""
+        return self.store.write_mark(self.last_match_id, self.match_count, self.payoff,
+                                     self.ratings.as_dict(), self.records.as_dict())
 
     def close(self) -> None:
         self.store.close()
@@ -78,6 +88,12 @@ class League:
         if removed:
             self._reload()
         return removed
+
+    def retire(self, player_ids: Sequence[str]) -> None:
+        """Takes players out of the pool for good (``league.retention``): committed to the store first;
+        deleting their files is the caller's next step (``arena.league.run.retention``)."""
+        self.store.retire(player_ids)
+        self.pool.retire(player_ids)
 
     def add_player(self, player: Player) -> Player:
         """Register a player (idempotent for an identical player)."""
@@ -110,9 +126,11 @@ class League:
             checkpoints=checkpoints,
         )
         self.payoff.record_teams(team_a, team_b, result)
+        self.records.add(team_a, team_b, result)
         for player_id, (mu, sigma) in new.items():
             self.ratings.set(player_id, mu, sigma)
         self.match_count += 1
+        self.last_match_id = match_id
         return match_id
 
     def win_rates_vs_pool(

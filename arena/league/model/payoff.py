@@ -12,7 +12,7 @@ result of a pair first multiplies that pair's existing counts by `decay`, so rec
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -72,6 +72,19 @@ class PayoffTable:
         w, d, l = self.wdl(a, b)  # noqa: E741
         games = w + d + l
         return None if games <= 0.0 else (w + 0.5 * d) / games
+
+    def rows(self) -> Iterator[tuple[str, str, float, float, float]]:
+        """Every pair's decayed counts as (first, second, wins, draws, losses) of first against second,
+        first <= second: what the store keeps at a mark (`load_rows` reads them back exactly)."""
+        for (a, b), counts in self._counts.items():
+            yield a, b, float(counts[0]), float(counts[1]), float(counts[2])
+
+    def load_rows(self, rows: Iterable[tuple[str, str, float, float, float]]) -> None:
+        """Sets the counts of the pairs in ``rows`` (as `rows` gives them), replacing what they held."""
+        for a, b, wins, draws, losses in rows:
+            if a > b:
+                raise ValueError(f"payoff row ({a!r}, {b!r}) must name its pair in sorted order")
+            self._counts[(a, b)] = np.array([wins, draws, losses], dtype=float)
 
     def pairs(self) -> Iterator[tuple[str, str]]:
         """The pairs that have played, each once, as (first, second) in sorted order."""

@@ -65,12 +65,20 @@ def snapshot_id(parent: str, index: int) -> str:
 
 
 class Pool:
-    """Registry of players in the order they joined (the order "latest" and uniform choices rely on)."""
+    """Registry of players in the order they joined (the order "latest" and uniform choices rely on).
 
-    def __init__(self, players: Iterable[Player] = ()) -> None:
+    Players retention retired (``league.retention``) stay registered, so ``get`` and ``in`` still
+    know them and ``count_snapshots`` still counts them (a new snapshot's index never repeats one),
+    but they are out of the pool: iteration, ``ids``, ``len``, ``of_kind``, ``snapshots`` and
+    ``latest_snapshot`` leave them out, so matchmaking and the views never offer them.
+    """
+
+    def __init__(self, players: Iterable[Player] = (), retired: Iterable[str] = ()) -> None:
         self._players: dict[str, Player] = {}
+        self._retired: set[str] = set()
         for player in players:
             self.add(player)
+        self.retire(retired)
 
     def add(self, player: Player) -> Player:
         """Add a player; an identical player again is a no-op, a different one with the same id fails."""
@@ -84,6 +92,16 @@ class Pool:
         self._players[player.player_id] = player
         return player
 
+    def retire(self, player_ids: Iterable[str]) -> None:
+        """Takes registered players out of the pool (see the class docstring)."""
+        for player_id in player_ids:
+            self.get(player_id)
+            self._retired.add(player_id)
+
+    @property
+    def retired(self) -> set[str]:
+        return set(self._retired)
+
     def get(self, player_id: str) -> Player:
         try:
             return self._players[player_id]
@@ -96,25 +114,29 @@ class Pool:
         return player_id in self._players
 
     def __iter__(self) -> Iterator[Player]:
-        return iter(self._players.values())
+        return (p for p in self._players.values() if p.player_id not in self._retired)
 
     def __len__(self) -> int:
-        return len(self._players)
+        return len(self._players) - len(self._retired)
 
     @property
     def ids(self) -> list[str]:
-        return list(self._players)
+        return [p.player_id for p in self]
 
     def of_kind(self, *kinds: str) -> list[Player]:
-        """Players of the given kinds, in joining order."""
+        """Players of the given kinds, in joining order (retired ones left out)."""
         for kind in kinds:
             if kind not in PLAYER_KINDS:
                 raise ValueError(f"player kind {kind!r} is not one of {PLAYER_KINDS}")
-        return [p for p in self._players.values() if p.kind in kinds]
+        return [p for p in self if p.kind in kinds]
 
     def snapshots(self, parent: str | None = None) -> list[Player]:
-        """Snapshots in joining order, optionally only those frozen from `parent`."""
+        """Snapshots in joining order, optionally only those frozen from `parent` (retired ones left out)."""
         return [p for p in self.of_kind("snapshot") if parent is None or p.parent == parent]
+
+    def count_snapshots(self, parent: str) -> int:
+        """Every snapshot ever frozen from ``parent``, retired ones included: the next one's index."""
+        return sum(1 for p in self._players.values() if p.kind == "snapshot" and p.parent == parent)
 
     def latest_snapshot(self, parent: str | None = None) -> Player | None:
         """The newest snapshot (of `parent` if given), or None when there is none."""

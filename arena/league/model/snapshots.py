@@ -12,7 +12,7 @@ import io
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,34 @@ def verify_snapshot(path: str | os.PathLike[str], sha256: str) -> None:
         raise FileNotFoundError(f"snapshot file {path} does not exist (the league recorded sha256 {sha256}); "
                                 f"{RESTORE_ADVICE}")
     verify_sha256(path, sha256, what="snapshot", advice=RESTORE_ADVICE)
+
+
+def file_stat(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """(size, mtime_ns) of a file: what the store remembers of a snapshot whose sha256 was checked."""
+    st = os.stat(path)
+    return int(st.st_size), int(st.st_mtime_ns)
+
+
+def verify_snapshots(run_dir: str | os.PathLike[str], players: Iterable[Player],
+                     known: Mapping[str, tuple[int, int]], *,
+                     verify_all: bool = False) -> dict[str, tuple[int, int]]:
+    """Checks the snapshot files of ``players``: a file whose (size, mtime_ns) is the one in ``known``
+    (recorded when it was last hashed) is taken as checked; any other is hashed against its sha256
+    (every one with ``verify_all``). Raises as ``verify_snapshot`` does; returns the stats of the files
+    it hashed, for the store to remember (``LeagueStore.set_file_stats``)."""
+    checked: dict[str, tuple[int, int]] = {}
+    for player in players:
+        if player.sha256 is None:
+            continue
+        path = snapshot_file(run_dir, player)
+        if not path.is_file():
+            verify_snapshot(path, player.sha256)  # raises, naming the file
+        stat = file_stat(path)
+        if not verify_all and known.get(player.player_id) == stat:
+            continue
+        verify_snapshot(path, player.sha256)
+        checked[player.player_id] = stat
+    return checked
 
 
 def load_snapshot(path: str | os.PathLike[str], sha256: str, map_location: str = "cpu") -> Any:

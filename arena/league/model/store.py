@@ -3,8 +3,17 @@
 Every finished match is committed together with the rating updates it caused (in its own transaction,
 or with the other matches that ended in the same step inside ``batch()``), so the file always holds a
 prefix of the match history with ratings that agree with it. The in-memory
-league (pool, payoff table, ratings) is rebuilt by `load()`: players as registered, payoff by replaying
-the matches in order (with the run's decay), ratings as each player's last rating row.
+league (pool, payoff table, ratings, each player's record) is rebuilt by `load()`: players as
+registered, ratings as each player's last rating row, payoff and records from the newest **mark**
+(below) plus a replay of the matches after it, in order and with the run's decay.
+
+A mark (``write_mark``) is the league as it stood after a given match: every pair's decayed payoff
+counts, every player's rating and undecayed record. The training run writes one each time a learner
+writes a checkpoint, and keeps the newest few. So `load()` and `rollback` replay only the matches
+since a recent mark, not the whole history: a resume costs the same at ten million matches as at ten
+thousand, and nothing reads every match or every rating row into memory. The marks are exact copies
+of the in-memory numbers (SQLite REAL is an IEEE double), so a league loaded from a mark holds the
+same numbers, to the bit, as one that replayed every match.
 
 Each match also records, for every learning player in it, how many checkpoints that learner had
 written when it played (``match_learners``). A learner resumed from its g-th checkpoint lost the
@@ -22,13 +31,14 @@ import numbers
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena.envs.outcomes import Result, ResultLike
 from arena.league.model.payoff import PayoffTable
 from arena.league.model.players import Player
+from arena.league.model.records import PlayerRecords, Record
 from arena.league.model.stats import wilson_interval
 
 log = logging.getLogger(__name__)
@@ -90,6 +100,51 @@ CREATE INDEX IF NOT EXISTS match_learners_by_player ON match_learners (player_id
 CREATE INDEX IF NOT EXISTS ratings_by_match ON ratings (match_id)
 """
 
+# Marks (see the module docstring), added after schema version 1 without changing it: a store
+# without them loads by replaying every match, as it always did, until its first mark.
+_MARKS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS marks (
+    match_id INTEGER PRIMARY KEY,  -- the mark holds the league after every match with an id up to this
+    matches INTEGER NOT NULL,      -- matches the store held then
+    decay REAL NOT NULL,           -- the payoff decay its counts were made with
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS mark_payoff (
+    mark INTEGER NOT NULL,
+    a TEXT NOT NULL,
+    b TEXT NOT NULL,
+    wins REAL NOT NULL,
+    draws REAL NOT NULL,
+    losses REAL NOT NULL,
+    PRIMARY KEY (mark, a, b)
+);
+CREATE TABLE IF NOT EXISTS mark_players (
+    mark INTEGER NOT NULL,
+    player_id TEXT NOT NULL,
+    mu REAL,
+    sigma REAL,
+    wins INTEGER NOT NULL,
+    draws INTEGER NOT NULL,
+    losses INTEGER NOT NULL,
+    PRIMARY KEY (mark, player_id)
+)
+"""
+# A snapshot file's size and mtime when its sha256 was last checked: opening the league again hashes
+# only files whose stat changed (league.verify_all hashes every one). And the players retention
+# retired (league.retention): their files are deleted, their ratings, matches and gauntlet rows stay.
+_FILES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS snapshot_files (
+    player_id TEXT PRIMARY KEY REFERENCES players(id),
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS retired (
+    player_id TEXT PRIMARY KEY REFERENCES players(id),
+    retired_at REAL NOT NULL
+)
+"""
+KEEP_MARKS = 3  # the newest marks kept: a resume rolls back past at most the last checkpoint or two
+
 _GAUNTLET_SCHEMA = """
 CREATE TABLE IF NOT EXISTS gauntlet (
     player_id TEXT NOT NULL REFERENCES players(id),
@@ -150,13 +205,26 @@ class RatingRow:
 
 @dataclass
 class LeagueState:
-    """Everything needed to rebuild the in-memory league."""
+    """Everything needed to rebuild the in-memory league (`LeagueStore.load`)."""
 
     players: list[Player]
-    matches: list[MatchRecord]
     payoff: PayoffTable
     ratings: dict[str, tuple[float, float]]
     meta: dict[str, str] = field(default_factory=dict)
+    records: dict[str, Record] = field(default_factory=dict)  # undecayed W/D/L, mirror matches left out
+    match_count: int = 0
+    last_match_id: int = 0  # the newest match's id (0: none)
+    replayed: int = 0  # matches replayed after the mark it started from (all of them without one)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The league after every match up to ``match_id`` (see the module docstring)."""
+
+    match_id: int
+    matches: int
+    decay: float
+    created_at: float
 
 
 class LeagueStoreError(ValueError):
@@ -247,9 +315,10 @@ class LeagueStore:
                 self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
             self._check_version()
             self._conn.execute(_GAUNTLET_SCHEMA)
-            for statement in _MATCH_LEARNERS_SCHEMA.split(";"):
-                if statement.strip():
-                    self._conn.execute(statement)
+            for schema in (_MATCH_LEARNERS_SCHEMA, _MARKS_SCHEMA, _FILES_SCHEMA):
+                for statement in schema.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
 
     def _check_version(self) -> None:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -330,6 +399,44 @@ class LeagueStore:
             "SELECT id, kind, path, sha256, step, parent FROM players WHERE id = ?", (player_id,)
         ).fetchone()
         return None if row is None else Player(*row)
+
+    # -- snapshot files and retirement ---------------------------------------------------------
+
+    def _has_table(self, name: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                  (name,)).fetchone() is not None
+
+    def file_stats(self) -> dict[str, tuple[int, int]]:
+        """player id -> (size, mtime_ns) of its snapshot file when its sha256 was last checked."""
+        if not self._has_table("snapshot_files"):
+            return {}
+        return {p: (int(size), int(mtime)) for p, size, mtime in self._conn.execute(
+            "SELECT player_id, size, mtime_ns FROM snapshot_files")}
+
+    def set_file_stats(self, stats: Mapping[str, tuple[int, int]]) -> None:
+        """Records the stat of snapshot files whose sha256 was just checked (one transaction)."""
+        if not stats:
+            return
+        with self._transaction():
+            self._conn.executemany("INSERT OR REPLACE INTO snapshot_files VALUES (?,?,?)",
+                                   [(p, int(size), int(mtime)) for p, (size, mtime) in stats.items()])
+
+    def retired(self) -> set[str]:
+        """The ids of the players retention retired (``league.retention``)."""
+        if not self._has_table("retired"):
+            return set()
+        return {row[0] for row in self._conn.execute("SELECT player_id FROM retired")}
+
+    def retire(self, player_ids: Sequence[str]) -> None:
+        """Marks players retired, in one transaction (their files are deleted after it commits)."""
+        unknown = [p for p in player_ids if p not in self._known_players]
+        if unknown:
+            raise ValueError(f"cannot retire unregistered players {unknown}")
+        now = time.time()
+        with self._transaction():
+            rows = [(p,) for p in player_ids]
+            self._conn.executemany("INSERT OR IGNORE INTO retired VALUES (?, ?)", [(p, now) for (p,) in rows])
+            self._conn.executemany("DELETE FROM snapshot_files WHERE player_id = ?", rows)
 
     # -- gauntlet ------------------------------------------------------------------------------
 
@@ -421,14 +528,46 @@ class LeagueStore:
             raise ValueError(f"{name} names unregistered players {unknown}; add_player() them first")
         return list(team)
 
-    def matches(self) -> list[MatchRecord]:
-        rows = self._conn.execute(
-            "SELECT id, learner_step, team_a, team_b, outcome, length, created_at FROM matches ORDER BY id"
-        ).fetchall()
-        return [
-            MatchRecord(mid, step, tuple(json.loads(a)), tuple(json.loads(b)), outcome, length, created)
-            for mid, step, a, b, outcome, length, created in rows
-        ]
+    def matches(self, after: int = 0) -> list[MatchRecord]:
+        """The matches with an id above ``after``, in order (all of them by default: a small league's
+        or a test's reader; `iter_matches` streams a large one)."""
+        return list(self.iter_matches(after))
+
+    def iter_matches(self, after: int = 0, *, touching: Sequence[str] | None = None,
+                     batch: int = 10_000) -> Iterator[MatchRecord]:
+        """The matches with an id above ``after``, in order, read ``batch`` at a time: memory stays
+        flat however many there are. ``touching``: only matches where one of these players, or a
+        player whose id starts with one of them (its snapshots), is on a side (a filter SQLite runs,
+        so the others are never decoded; it may let through a few more, never fewer)."""
+        condition, args = "", []
+        if touching is not None:
+            if not touching:
+                return
+            # a team is stored as a JSON list: '"ID' starts the id (or an id that begins with it)
+            prefixes = [json.dumps(p)[:-1] for p in dict.fromkeys(touching)]
+            condition = " AND (" + " OR ".join(["instr(team_a, ?) OR instr(team_b, ?)"] * len(prefixes)) + ")"
+            args = [p for prefix in prefixes for p in (prefix, prefix)]
+        last = int(after)
+        while True:
+            rows = self._conn.execute(
+                "SELECT id, learner_step, team_a, team_b, outcome, length, created_at FROM matches"
+                f" WHERE id > ?{condition} ORDER BY id LIMIT ?", (last, *args, int(batch))
+            ).fetchall()
+            for mid, step, a, b, outcome, length, created in rows:
+                yield MatchRecord(mid, step, tuple(json.loads(a)), tuple(json.loads(b)), outcome, length,
+                                  created)
+            if len(rows) < batch:
+                return
+            last = int(rows[-1][0])
+
+    def learner_steps(self, match_ids: Iterable[int]) -> dict[int, int | None]:
+        """match id -> the learner step it was played at (None where it has none), by index."""
+        out: dict[int, int | None] = {}
+        for match_id in dict.fromkeys(int(m) for m in match_ids):
+            row = self._conn.execute("SELECT learner_step FROM matches WHERE id = ?", (match_id,)).fetchone()
+            if row is not None:
+                out[match_id] = None if row[0] is None else int(row[0])
+        return out
 
     def match_checkpoints(self) -> dict[int, dict[str, int]]:
         """match id -> {learning player: checkpoints it had written when it played}."""
@@ -467,11 +606,8 @@ class LeagueStore:
             self._conn.execute("DELETE FROM match_learners WHERE match_id IN (SELECT id FROM doomed)")
             self._conn.execute("DELETE FROM matches WHERE id IN (SELECT id FROM doomed)")
             self._conn.execute("DELETE FROM doomed")
-            current: dict[str, tuple[float, float]] = {
-                p: (mu, sigma) for p, mu, sigma in self._conn.execute(
-                    "SELECT r.player_id, r.mu, r.sigma FROM ratings r WHERE r.match_id ="
-                    " (SELECT MAX(match_id) FROM ratings WHERE player_id = r.player_id)")
-            }
+            self._delete_marks_from(first)  # they hold matches that are gone
+            current = self._ratings_before(first)
             rows = self._conn.execute(
                 "SELECT id, team_a, team_b, outcome FROM matches WHERE id > ? ORDER BY id", (first,)
             ).fetchall()
@@ -494,38 +630,170 @@ class LeagueStore:
 
     # -- ratings -------------------------------------------------------------------------------
 
-    def rating_history(self) -> list[RatingRow]:
-        """Every rating row, by match then player."""
-        rows = self._conn.execute(
-            "SELECT match_id, player_id, mu, sigma FROM ratings ORDER BY match_id, player_id"
-        ).fetchall()
-        return [RatingRow(*row) for row in rows]
-
     def current_ratings(self) -> dict[str, tuple[float, float]]:
         """Each player's rating from its last rating row."""
-        rows = self._conn.execute(
-            "SELECT r.player_id, r.mu, r.sigma FROM ratings r"
-            " WHERE r.match_id = (SELECT MAX(match_id) FROM ratings WHERE player_id = r.player_id)"
-        ).fetchall()
-        return {p: (mu, sigma) for p, mu, sigma in rows}
+        return self._ratings_before(None)
+
+    def _ratings_before(self, first: int | None) -> dict[str, tuple[float, float]]:
+        """Each player's last rating from the matches before ``first`` (None: all): the newest mark
+        before it, then the rating rows after the mark, in order."""
+        mark = self.latest_mark(before=first)
+        start = 0 if mark is None else mark.match_id
+        out = {} if mark is None else {
+            p: (mu, sigma) for p, mu, sigma in self._conn.execute(
+                "SELECT player_id, mu, sigma FROM mark_players WHERE mark = ? AND mu IS NOT NULL", (start,))
+        }
+        end = " AND match_id < ?" if first is not None else ""
+        args = (start,) if first is None else (start, int(first))
+        for p, mu, sigma in self._conn.execute(
+                f"SELECT player_id, mu, sigma FROM ratings WHERE match_id > ?{end} ORDER BY match_id", args):
+            out[p] = (mu, sigma)
+        return out
+
+    def rating_history(self, players: Sequence[str] | None = None,
+                       points: int | None = None) -> list[RatingRow]:
+        """Rating rows, by match then player: every row (the default), or those of ``players`` only,
+        and with ``points`` at most that many rows a player, spread evenly over its matches (its first
+        and last kept), read by index without loading the rest."""
+        if players is None and points is None:
+            rows = self._conn.execute(
+                "SELECT match_id, player_id, mu, sigma FROM ratings ORDER BY match_id, player_id"
+            ).fetchall()
+            return [RatingRow(*row) for row in rows]
+        if points is not None and points < 2:
+            raise ValueError(f"points={points} must be at least 2")
+        ids = list(dict.fromkeys(players)) if players is not None else [
+            r[0] for r in self._conn.execute("SELECT id FROM players ORDER BY rowid")]
+        out: list[RatingRow] = []
+        for player_id in ids:
+            if points is None:
+                out.extend(RatingRow(*row) for row in self._conn.execute(
+                    "SELECT match_id, player_id, mu, sigma FROM ratings WHERE player_id = ?"
+                    " ORDER BY match_id", (player_id,)))
+                continue
+            bounds = self._conn.execute("SELECT MIN(match_id), MAX(match_id) FROM ratings"
+                                        " WHERE player_id = ?", (player_id,)).fetchone()
+            if bounds[0] is None:
+                continue
+            lo, hi = int(bounds[0]), int(bounds[1])
+            seen: set[int] = set()
+            for k in range(points):  # the first row at or after each of `points` evenly spaced match ids
+                target = lo + (hi - lo) * k // (points - 1)
+                row = self._conn.execute(
+                    "SELECT match_id, player_id, mu, sigma FROM ratings WHERE player_id = ? AND match_id >= ?"
+                    " ORDER BY match_id LIMIT 1", (player_id, target)).fetchone()
+                if row is not None and row[0] not in seen:
+                    seen.add(row[0])
+                    out.append(RatingRow(*row))
+        out.sort(key=lambda r: (r.match_id, r.player_id))
+        return out
+
+    # -- marks ---------------------------------------------------------------------------------
+
+    def _has_marks(self) -> bool:
+        """Whether the file has the marks tables (a read-only reader of an older store may not)."""
+        return self._has_table("marks")
+
+    def latest_mark(self, before: int | None = None, decay: float | None = None) -> Mark | None:
+        """The newest mark (of the matches before ``before``; with payoff counts of ``decay``)."""
+        if not self._has_marks():
+            return None
+        query, args = "SELECT match_id, matches, decay, created_at FROM marks WHERE 1", []
+        if before is not None:
+            query += " AND match_id < ?"
+            args.append(int(before))
+        if decay is not None:
+            query += " AND decay = ?"
+            args.append(float(decay))
+        row = self._conn.execute(query + " ORDER BY match_id DESC LIMIT 1", args).fetchone()
+        return None if row is None else Mark(int(row[0]), int(row[1]), float(row[2]), float(row[3]))
+
+    def marks(self) -> list[Mark]:
+        if not self._has_marks():
+            return []
+        return [Mark(int(a), int(b), float(c), float(d)) for a, b, c, d in self._conn.execute(
+            "SELECT match_id, matches, decay, created_at FROM marks ORDER BY match_id")]
+
+    def write_mark(self, last_match_id: int, match_count: int, payoff: PayoffTable,
+                   ratings: Mapping[str, tuple[float, float]], records: Mapping[str, Record]) -> bool:
+        """Stores the league as it stood after match ``last_match_id`` (``match_count`` matches in
+        all), in one transaction, and drops all but the newest ``KEEP_MARKS`` marks.
+
+        The caller's numbers must be those of exactly the stored matches up to ``last_match_id``:
+        where the store holds a different number of them (another process recorded matches the
+        caller has not seen, e.g. ``arena.evaluate --record`` beside a running trainer), nothing is
+        written and it returns False; the next `load` replays those matches from an earlier mark."""
+        last_match_id, match_count = int(last_match_id), int(match_count)
+        with self._transaction():
+            previous = self.latest_mark()
+            if previous is not None and previous.match_id == last_match_id and previous.decay == payoff.decay:
+                return True  # nothing new since
+            since = 0 if previous is None or previous.match_id > last_match_id else previous.match_id
+            base = 0 if since == 0 else previous.matches  # type: ignore[union-attr]
+            stored = base + int(self._conn.execute("SELECT COUNT(*) FROM matches WHERE id > ? AND id <= ?",
+                                                   (since, last_match_id)).fetchone()[0])
+            if stored != match_count:
+                log.warning("league store %s holds %d matches up to match %d, the league in memory %d: "
+                            "another process recorded matches; no mark written", self.path, stored,
+                            last_match_id, match_count)
+                return False
+            self._delete_marks_from(last_match_id)
+            self._conn.execute("INSERT INTO marks (match_id, matches, decay, created_at) VALUES (?,?,?,?)",
+                               (last_match_id, match_count, float(payoff.decay), time.time()))
+            self._conn.executemany("INSERT INTO mark_payoff VALUES (?,?,?,?,?,?)",
+                                   [(last_match_id, *row) for row in payoff.rows()])
+            ids = set(ratings) | set(records)
+            self._conn.executemany(
+                "INSERT INTO mark_players VALUES (?,?,?,?,?,?,?)",
+                [(last_match_id, p, *(ratings[p] if p in ratings else (None, None)),
+                  *records.get(p, (0, 0, 0))) for p in sorted(ids)])
+            old = [int(r[0]) for r in self._conn.execute(
+                "SELECT match_id FROM marks ORDER BY match_id DESC LIMIT -1 OFFSET ?", (KEEP_MARKS,))]
+            for mark in old:
+                self._delete_mark(mark)
+        return True
+
+    def _delete_marks_from(self, first: int) -> None:
+        """Drops the marks at or after match ``first`` (inside the caller's transaction)."""
+        for (mark,) in self._conn.execute("SELECT match_id FROM marks WHERE match_id >= ?",
+                                          (int(first),)).fetchall():
+            self._delete_mark(int(mark))
+
+    def _delete_mark(self, mark: int) -> None:
+        for table, column in (("mark_payoff", "mark"), ("mark_players", "mark"), ("marks", "match_id")):
+            self._conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (mark,))
 
     # -- resume --------------------------------------------------------------------------------
 
     def load(self, decay: float = 1.0) -> LeagueState:
-        """Everything needed to rebuild the league; the payoff table replays the matches with `decay`."""
+        """Everything needed to rebuild the league: the newest mark made with ``decay``, then the
+        matches after it replayed into the payoff table (with ``decay``) and the records, and the
+        rating rows after it. Without such a mark, every match is replayed, a batch at a time."""
         try:
             with self._transaction(write=False):  # one consistent read snapshot even while a writer appends
                 players = self.players()
-                matches = self.matches()
-                ratings = self.current_ratings()
                 meta = self.meta()
+                mark = self.latest_mark(decay=decay)
+                payoff, records = PayoffTable(decay), PlayerRecords()
+                start, count = (0, 0) if mark is None else (mark.match_id, mark.matches)
+                if mark is not None:
+                    payoff.load_rows(self._conn.execute(
+                        "SELECT a, b, wins, draws, losses FROM mark_payoff WHERE mark = ?", (start,)))
+                    records = PlayerRecords({p: (w, d, l) for p, w, d, l in self._conn.execute(  # noqa: E741
+                        "SELECT player_id, wins, draws, losses FROM mark_players WHERE mark = ?", (start,))})
+                last, replayed = start, 0
+                for m in self.iter_matches(start):
+                    payoff.record_teams(m.team_a, m.team_b, m.outcome)
+                    records.add(m.team_a, m.team_b, m.outcome)
+                    last, replayed = m.match_id, replayed + 1
+                ratings = self._ratings_before(None)
         except sqlite3.DatabaseError as exc:
             raise LeagueStoreError(self.path, exc) from exc
-        payoff = PayoffTable(decay)
-        for m in matches:
-            payoff.record_teams(m.team_a, m.team_b, m.outcome)
-        log.info("loaded league store %s: %d players, %d matches", self.path, len(players), len(matches))
-        return LeagueState(players=players, matches=matches, payoff=payoff, ratings=ratings, meta=meta)
+        log.info("loaded league store %s: %d players, %d matches (%d replayed after %s)", self.path,
+                 len(players), count + replayed, replayed, "no mark" if mark is None else f"match {start}")
+        return LeagueState(players=players, payoff=payoff, ratings=ratings, meta=meta,
+                           records=records.as_dict(), match_count=count + replayed, last_match_id=last,
+                           replayed=replayed)
 
 
 def _check_step(learner_step: int | None) -> int | None:

@@ -176,6 +176,15 @@ class Guard:
             return True
         return step - self._step >= self.config.every_steps
 
+    def best(self, learner: LeagueLearner) -> str | None:
+        """The id of ``learner``'s best gauntleted snapshot (the one a rejection publishes and a
+        restore loads), or None without a gauntlet or before one."""
+        if self.gauntlet is None:
+            return None
+        snapshots = [p.player_id for p in self.league.pool.snapshots(parent=learner.player_id)]
+        best = best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references))
+        return None if best is None else best.player_id
+
     def judge(self, learner: LeagueLearner) -> tuple[list[GauntletRecord], Policy | None]:
         """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall
         clearly below the best snapshot's, the snapshot publishes the best's weights instead, and
@@ -187,7 +196,7 @@ class Guard:
         pool = self.league.pool
         snapshots = [p.player_id for p in pool.snapshots(parent=learner.player_id)]
         best = best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references))
-        candidate_id = snapshot_id(learner.player_id, len(snapshots))
+        candidate_id = snapshot_id(learner.player_id, pool.count_snapshots(learner.player_id))
         path = self.run_dir / CANDIDATE_FILE
         with self.timer.measure("gauntlet"):
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -39,6 +39,7 @@ and step as of the last league round) and ``on_update`` runs the round
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 from collections.abc import Callable
@@ -56,19 +57,25 @@ from arena.league.model.exploitability import METRIC as EXPLOITABILITY_METRIC
 from arena.league.model.exploitability import best_responses, league_exploitability
 from arena.league.model.league import League
 from arena.league.model.players import Player
+from arena.league.model.published import PUBLISHED_KEY
 from arena.league.model.ratings import TwoTeamRatings
-from arena.league.model.snapshots import SnapshotGate, snapshot_file, verify_snapshot
+from arena.league.model.snapshots import SnapshotGate, verify_snapshots
 from arena.league.run.exploiter_trainers import Exploiters
 from arena.league.run.gauntlet import Gauntlet
-from arena.league.run.guard import Guard
+from arena.league.run.guard import REJECTED_DIR, Guard
 from arena.league.run.learner import LeagueLearner, LeagueMatchmaker, LeagueTrainer
+from arena.league.run.retention import cap_files, finish_retirement, retire_snapshots
 from arena.league.run.schedule import SnapshotSchedule
 from arena.league.timing import LeagueTimer
+from arena.league.view.plots import RECENT_SNAPSHOTS
 from arena.league.view.training_views import LeagueViews
 from arena.player_specs import SB3_PREFIX, scripted_id
 from arena.trainer.events import UpdateFinished
 
 logger = logging.getLogger(__name__)
+
+OLDER_SNAPSHOTS_KEY = "league/mix/older_snapshots"
+REPLAY_DIR = "replays"  # the gauntlet's replay files, RUN_DIR/replays/<snapshot>-vs-<reference>.npz
 
 
 class LeagueRun:
@@ -96,9 +103,12 @@ class LeagueRun:
             # a fixed player: a bot by name, or a Stable-Baselines3 model (sb3:PATH.zip) by its spec
             player_id = name if name.startswith(SB3_PREFIX) else scripted_id(name)
             self.league.add_player(Player(player_id, "scripted"))
-        for player in self.league.pool.of_kind("snapshot"):  # a damaged one fails now, naming its file
-            if player.sha256 is not None:
-                verify_snapshot(snapshot_file(self.run_dir, player), player.sha256)
+        finish_retirement(self.league, self.run_dir)  # files a killed run's retention left behind
+        # a damaged snapshot fails now, naming its file: hashed where its size or mtime changed since
+        # its last check (every one with league.verify_all)
+        self.league.store.set_file_stats(verify_snapshots(
+            self.run_dir, self.league.pool.of_kind("snapshot"), self.league.store.file_stats(),
+            verify_all=config.verify_all))
         self.live: dict[str, Policy] = {}  # learning players' current weights, by player id
         self.exploiter_set = Exploiters(self.league, self.run_dir, config, seed=self.seed, live=self.live,
                                         matchmaker_for=self._matchmaker_for, chooser_for=self._chooser)
@@ -113,6 +123,10 @@ class LeagueRun:
                                          on_meta_changed=self._refresh_matchmaking)
         self.views = LeagueViews(self.league, self.run_dir, config, self.learner_id, self.timer)
         self._checkpoints_heard: int | None = None  # the main learner's checkpoint count, last heard
+        # players assigned to an env when some learner's last two checkpoints were written: a resume
+        # restores those assignments, so retention keeps their files
+        self._checkpoint_counts: tuple[int, ...] = ()
+        self._assigned_at_checkpoints: list[set[str]] = []
 
     def _roll_back(self, learner_checkpoints: int) -> dict[str, int]:
         """Before anything reads the league: every learner about to resume (the main learner, and each
@@ -175,7 +189,7 @@ class LeagueRun:
             self.guard.gauntlet = Gauntlet(references, g.games, game=self.game, team_sizes=self.team_sizes,
                                            overrides=trainer.env_spec["overrides"], seed=g.seed,
                                            num_threads=trainer.config.num_threads, replays=g.replays,
-                                           replay_dir=self.run_dir / "replays")
+                                           replay_dir=self.run_dir / REPLAY_DIR)
         self.exploiter_set.start(self.main, make_reward)
 
     def use_exploiter_ranks(self, ranks: Any) -> None:
@@ -216,10 +230,13 @@ class LeagueRun:
         if self.main is None:
             raise RuntimeError("LeagueRun.on_update() before attach()")
         self.main.heard(event)
+        self._note_checkpoint_assignments()
         if event.checkpoints_written != self._checkpoints_heard:  # a checkpoint was written this update,
             # before this round's guard: record the counts it goes with (see GuardCounts.at_checkpoint)
             self._checkpoints_heard = event.checkpoints_written
             self.guard.note_checkpoint(event.checkpoints_written)
+            with self.timer.measure("record"):  # a resume from this checkpoint replays only what follows
+                self.league.mark()
         self.updates += 1
         self._refresh_matchmaking()
         self.sync_live()
@@ -231,8 +248,50 @@ class LeagueRun:
         return {**self.metrics(), **extra}
 
     def maybe_snapshot(self, learner: LeagueLearner, *, final: bool = False) -> int | None:
-        """A learner's snapshot when due (``SnapshotSchedule.maybe_snapshot``); its index, or None."""
-        return self.schedule.maybe_snapshot(learner, final=final)
+        """A learner's snapshot when due (``SnapshotSchedule.maybe_snapshot``), then retention; its
+        index, or None."""
+        index = self.schedule.maybe_snapshot(learner, final=final)
+        if index is not None:
+            self.retain()
+        return index
+
+    def retain(self) -> list[str]:
+        """Retention (``league.retention``, ``arena.league.run.retention``): retires the snapshots
+        outside the kept set and caps the rejected candidates and replays; returns the retired ids."""
+        r = self.config.retention
+        if not r.enabled:
+            return []
+        with self.timer.measure("snapshot"):
+            retired = retire_snapshots(self.league, self.run_dir, r, self._protected())
+            cap_files(self.run_dir / REJECTED_DIR, ("*.pt",), r.max_rejected)
+            cap_files(self.run_dir / REPLAY_DIR, ("*.npz", "*.gif"), r.max_replays)
+        if retired:
+            self._refresh_matchmaking()
+        return retired
+
+    def _protected(self) -> set[str]:
+        """Snapshots retention must keep whatever their age or rating: what an env plays now or did at
+        the last checkpoints, what the league publishes, PSRO's meta-game, the guard's best."""
+        keep: set[str] = set().union(*self._assigned_at_checkpoints)
+        for learner in self.learners:
+            keep |= learner.matchmaker.assigned()
+        meta = self.league.store.meta()
+        if PUBLISHED_KEY in meta:
+            keep.update(json.loads(meta[PUBLISHED_KEY])["members"])
+        if self.meta_game is not None:
+            keep.update(self.meta_game.players)
+        if self.main is not None:
+            best = self.guard.best(self.main)
+            if best is not None:
+                keep.add(best)
+        return keep
+
+    def _note_checkpoint_assignments(self) -> None:
+        counts = tuple(learner.checkpoints for learner in self.learners)
+        if counts != self._checkpoint_counts:
+            self._checkpoint_counts = counts
+            assigned = set().union(*(learner.matchmaker.assigned() for learner in self.learners))
+            self._assigned_at_checkpoints = [*self._assigned_at_checkpoints[-1:], assigned]
 
     def finish(self, step: int | None = None) -> bool:
         """At the end of a run (done, or stopped by Ctrl-C): the main learner's last weights become a
@@ -287,12 +346,27 @@ class LeagueRun:
             found = league_exploitability(self.league.payoff, best_responses(pool), self.learner_id)
             if found is not None:  # the best score a best response of the league holds against the learner
                 out[EXPLOITABILITY_METRIC] = found.value
-            for player_id, share in self.main.matchmaker.mix().items():
-                out[f"league/mix/{player_id}"] = share
+            out.update(self._mix_metrics())
             if self.views.due(self.updates):  # the views' bounded set (league.view_players), not the pool
                 out.update(self.views.rating_metrics())
         out.update(self.guard.take_metrics())
         out.update({f"league/time/{part}": seconds for part, seconds in self.timer.take().items()})
+        return out
+
+    def _mix_metrics(self) -> dict[str, float]:
+        """``league/mix/<player>``: the share of envs each opponent holds now, for a bounded set of
+        keys whatever the pool's size (W&B advises under 10k keys): every player that is not a
+        snapshot, and the main learner's newest snapshots; the other snapshots together as
+        ``league/mix/older_snapshots``."""
+        assert self.main is not None
+        recent = {p.player_id for p in self.league.pool.snapshots(parent=self.learner_id)[-RECENT_SNAPSHOTS:]}
+        out: dict[str, float] = {}
+        for player_id, share in self.main.matchmaker.mix().items():
+            player = self.league.pool.get(player_id) if player_id in self.league.pool else None
+            if player is not None and player.kind == "snapshot" and player_id not in recent:
+                out[OLDER_SNAPSHOTS_KEY] = out.get(OLDER_SNAPSHOTS_KEY, 0.0) + share
+            else:
+                out[f"league/mix/{player_id}"] = share
         return out
 
     def leaderboard(self) -> list[list[Any]]:
@@ -312,8 +386,10 @@ class LeagueRun:
     # ------------------------------------------------------------------ lifecycle
 
     def save(self) -> None:
-        """Checkpoints of the exploiters (the main learner's trainer saves itself)."""
+        """Checkpoints of the exploiters (the main learner's trainer saves itself), and a mark of the
+        league (``League.mark``): opening it again replays nothing."""
         self.exploiter_set.save()
+        self.league.mark()
 
     def close(self) -> None:
         self.exploiter_set.close()

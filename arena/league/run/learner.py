@@ -41,7 +41,7 @@ from arena.envs.outcomes import Result
 from arena.league.matchmaking.player_cache import PlayerCache, snapshot_file
 from arena.league.model.league import League
 from arena.league.model.players import Player, snapshot_id
-from arena.league.model.snapshots import SnapshotGate, write_snapshot
+from arena.league.model.snapshots import SnapshotGate, file_stat, write_snapshot
 from arena.league.timing import LeagueTimer
 from arena.player_specs import MIRROR, parse_player
 from arena.trainer.events import MatchesEnded, UpdateFinished, UpdateListener
@@ -183,7 +183,7 @@ def snapshot_state(policy: Any) -> dict[str, Any]:
 def freeze_policy(league: League, run_dir: str | os.PathLike[str], learner_id: str, policy: Any,
                   step: int) -> Player:
     """Writes the next snapshot of ``learner_id`` and registers it; returns the new player."""
-    index = len(league.pool.snapshots(parent=learner_id))
+    index = league.pool.count_snapshots(learner_id)
     player_id = snapshot_id(learner_id, index)
     if player_id in league.pool:
         raise ValueError(f"snapshot id {player_id!r} is already taken in the league")
@@ -199,6 +199,7 @@ def freeze_policy(league: League, run_dir: str | os.PathLike[str], learner_id: s
     player = Player(player_id, "snapshot", path=str(relative), sha256=sha256, step=int(step),
                     parent=learner_id)
     league.add_player(player)
+    league.store.set_file_stats({player_id: file_stat(path)})  # hashed as it was written
     logger.info("snapshot %s at step %d (%s)", player_id, step, sha256[:12])
     return player
 

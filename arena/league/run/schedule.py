@@ -82,7 +82,7 @@ class SnapshotSchedule:
             self.guard.record(player, judged)
         if is_main:
             self._publish()
-        return len(self.league.pool.snapshots(parent=learner.player_id)) - 1
+        return self.league.pool.count_snapshots(learner.player_id) - 1
 
     def _publish(self) -> None:
         """After a snapshot of the main learner: PSRO's meta-game grows by it (when the league keeps

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,8 +19,10 @@ from arena.league.config import LeagueConfig
 from arena.league.model.exploitability import Exploitability, exploitability_history
 from arena.league.model.guard_counts import GuardCounts
 from arena.league.model.payoff import PayoffTable
+from arena.league.model.players import EXPLOITER_KINDS
 from arena.league.model.published import learner_id_of
 from arena.league.model.ratings import Ratings
+from arena.league.model.records import PlayerRecords
 from arena.league.model.store import (
     LEAGUE_DB,
     META_DECAY,
@@ -42,6 +44,8 @@ EXPLOITABILITY_PNG = "league_exploitability.png"
 _MAX_LABELLED = 16  # more players than this: no legend / cell labels, they would be unreadable
 # Points of the logged rating chart, all players together (a W&B table holds at most 10,000 rows).
 RATING_CHART_MAX_POINTS = 5000
+HEATMAP_MAX_INCHES = 14.0
+RATING_PLOT_POINTS = 400  # points of each player's curve in league_ratings.png (read by index, not every row)
 RECENT_SNAPSHOTS = 8  # the main learner's newest snapshots, always in a bounded view
 VIEW_PLAYERS_DEFAULT = LeagueConfig.view_players  # a store written before league.view_players
 
@@ -63,16 +67,10 @@ class LeaderboardRow:
         return self.wins + self.draws + self.losses
 
 
-def player_records(matches: Sequence[MatchRecord]) -> dict[str, tuple[int, int, int]]:
-    """Undecayed (W, D, L) of each player over all its matches, mirror matches (on both sides) excluded."""
-    records: dict[str, list[int]] = {}
-    for m in matches:
-        both = set(m.team_a) & set(m.team_b)
-        for team, result in ((m.team_a, m.outcome), (m.team_b, -m.outcome)):
-            for player_id in team:
-                if player_id not in both:
-                    records.setdefault(player_id, [0, 0, 0])[1 - result] += 1
-    return {p: (r[0], r[1], r[2]) for p, r in records.items()}
+def player_records(matches: Iterable[MatchRecord]) -> dict[str, tuple[int, int, int]]:
+    """Undecayed (W, D, L) of each player over ``matches``, mirror matches (on both sides) excluded
+    (``PlayerRecords``; a league keeps them as matches arrive: ``LeagueState.records``)."""
+    return PlayerRecords.of((m.team_a, m.team_b, m.outcome) for m in matches).as_dict()
 
 
 def leaderboard_rows(state: LeagueState) -> list[LeaderboardRow]:
@@ -82,7 +80,7 @@ def leaderboard_rows(state: LeagueState) -> list[LeaderboardRow]:
     for player_id, (mu, sigma) in state.ratings.items():
         ratings.set(player_id, mu, sigma)
     kinds = {p.player_id: p.kind for p in state.players}
-    records = player_records(state.matches)
+    records = state.records
     rows = []
     for rank, entry in enumerate(ratings.leaderboard(kinds), start=1):
         w, d, l = records.get(entry.player_id, (0, 0, 0))  # noqa: E741
@@ -130,12 +128,13 @@ def leaderboard_table(rows: Sequence[LeaderboardRow], title: str = "League leade
 Curves = dict[str, tuple[list[float], list[float]]]
 
 
-def rating_series(history: Sequence[RatingRow], matches: Sequence[MatchRecord], x: str = "match") -> Curves:
-    """{player: (xs, conservative ratings)}: each player's mu - 3 sigma after each of its matches, against
-    the match id or the learner step of the match (matches without a step are left out then)."""
+def rating_series(history: Sequence[RatingRow], step_of: Mapping[int, int | None],
+                  x: str = "match") -> Curves:
+    """{player: (xs, conservative ratings)}: each player's mu - 3 sigma after each of its rows in
+    ``history``, against the match id or the learner step of the match (``step_of``: match id -> step,
+    ``LeagueStore.learner_steps``; matches without a step are left out then)."""
     if x not in ("match", "step"):
         raise ValueError(f"x axis {x!r} must be 'match' or 'step'")
-    step_of = {m.match_id: m.learner_step for m in matches}
     curves: Curves = {}
     for row in history:
         xv = row.match_id if x == "match" else step_of.get(row.match_id)
@@ -160,24 +159,37 @@ def thin(xs: Sequence[float], ys: Sequence[float], max_points: int) -> tuple[lis
 class RatingCurves:
     """Every player's conservative rating against the learner's step, for one line chart of all players.
 
-    Starts from the store's rating history (so a resumed run's chart shows the whole league), then
-    gets one point per player each time ``add`` is called (at each logged view). ``series`` thins the
-    curves to ``max_points`` points in all (at least two per player).
+    Starts from the store's rating history of the players shown (so a resumed run's chart shows their
+    past), then gets one point per player each time ``add`` is called (at each logged view). It holds
+    the curves of the players of the last ``add`` only (the views' bounded set), each thinned in place
+    once it passes ``CURVE_CAP`` points: memory stays flat over a run of any length. ``series`` thins
+    the curves to ``max_points`` points in all (at least two per player).
     """
+
+    CURVE_CAP = 2000
 
     def __init__(self, start: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None) -> None:
         self.curves: Curves = {p: (list(xs), list(ys)) for p, (xs, ys) in (start or {}).items()}
 
     @classmethod
-    def from_history(cls, history: Sequence[RatingRow], matches: Sequence[MatchRecord]) -> RatingCurves:
-        return cls(rating_series(history, matches, x="step"))
+    def from_store(cls, store: LeagueStore, players: Sequence[str],
+                   max_points: int = RATING_CHART_MAX_POINTS) -> RatingCurves:
+        """The rating curves of ``players`` as the store holds them, thinned as ``series`` would
+        thin them, read without loading every rating row."""
+        per_player = max(2, max_points // max(1, len(players)))
+        history = store.rating_history(players, points=per_player)
+        return cls(rating_series(history, store.learner_steps(r.match_id for r in history), x="step"))
 
     def add(self, step: int, ratings: Mapping[str, float]) -> None:
-        """Each player's rating at learner step ``step``."""
+        """Each player's rating at learner step ``step``; the curves of players not in ``ratings``
+        (no longer shown) are dropped."""
+        self.curves = {p: c for p, c in self.curves.items() if p in ratings}
         for player_id, value in ratings.items():
             xs, ys = self.curves.setdefault(player_id, ([], []))
             xs.append(float(step))
             ys.append(float(value))
+            if len(xs) > self.CURVE_CAP:
+                self.curves[player_id] = thin(xs, ys, self.CURVE_CAP // 2)
 
     def series(self, max_points: int = RATING_CHART_MAX_POINTS) -> Curves:
         per_player = max(2, max_points // max(1, len(self.curves)))
@@ -185,12 +197,12 @@ class RatingCurves:
 
 
 def plot_rating_curves(
-    history: Sequence[RatingRow], matches: Sequence[MatchRecord], path: str | os.PathLike[str],
+    history: Sequence[RatingRow], step_of: Mapping[int, int | None], path: str | os.PathLike[str],
     x: str = "match", players: Sequence[str] | None = None,
 ) -> Path:
-    """PNG of each player's conservative rating after each of its matches, against match index or step
-    (``players``: only these; None: every player)."""
-    curves = rating_series(history, matches, x=x)
+    """PNG of each player's conservative rating after each of its rows in ``history``, against match
+    id or step (``step_of``, as for ``rating_series``; ``players``: only these; None: every player)."""
+    curves = rating_series(history, step_of, x=x)
     if players is not None:
         wanted = set(players)
         curves = {p: c for p, c in curves.items() if p in wanted}
@@ -211,13 +223,16 @@ def plot_payoff_heatmap(payoff: PayoffTable, players: Sequence[str], path: str |
     """PNG of the row player's score against the column player (blank where they never played)."""
     plt = pyplot()
     scores = payoff.matrix(players)
-    size = max(4.0, 0.5 * len(players) + 2.0)
+    # a cell per pair, at most HEATMAP_MAX_INCHES a side: a bounded view's 64 players draw in well
+    # under a second, where a cell of half an inch each took seconds and hundreds of MiB
+    size = min(HEATMAP_MAX_INCHES, max(4.0, 0.5 * len(players) + 2.0))
     fig, ax = plt.subplots(figsize=(size + 1.0, size))
     cmap = plt.get_cmap("RdBu").with_extremes(bad="lightgrey")
-    image = ax.imshow(np.ma.masked_invalid(scores), cmap=cmap, vmin=0.0, vmax=1.0)
+    image = ax.imshow(np.ma.masked_invalid(scores), cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
     fig.colorbar(image, ax=ax, label="score (W + D/2) / games")
-    ax.set_xticks(range(len(players)), labels=list(players), rotation=90, fontsize="small")
-    ax.set_yticks(range(len(players)), labels=list(players), fontsize="small")
+    font = "small" if len(players) <= 2 * _MAX_LABELLED else "xx-small"
+    ax.set_xticks(range(len(players)), labels=list(players), rotation=90, fontsize=font)
+    ax.set_yticks(range(len(players)), labels=list(players), fontsize=font)
     ax.set_xlabel("opponent")
     ax.set_title("Payoff (row player's score)")
     if len(players) <= _MAX_LABELLED:
@@ -309,31 +324,35 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         meta = store.meta()
         decay = float(json.loads(meta[META_DECAY])) if META_DECAY in meta else 1.0
         state = store.load(decay)
-        history = store.rating_history()
         gauntlet = store.gauntlet()
+        learner = learner_id_of(meta)
+        rows = leaderboard_rows(state)
+        if not all_players:
+            config = json.loads(meta.get("league_config", "{}"))
+            limit = int(config.get("view_players") or VIEW_PLAYERS_DEFAULT)
+            shown = set(shown_players([r.player_id for r in rows], state.players, learner, limit))
+            rows = [r for r in rows if r.player_id in shown]
+        order = [r.player_id for r in rows]
+        # each curve thinned to the points a picture can show, read by index
+        history = store.rating_history(order, points=RATING_PLOT_POINTS)
+        step_of = store.learner_steps(r.match_id for r in history) if x == "step" else {}
+        # only the matches of a best response count (its games against the learner): SQLite skips the rest
+        roots = [p.player_id for p in state.players if p.kind in EXPLOITER_KINDS]
+        history_x = exploitability_history(state.players, store.iter_matches(touching=roots), learner, decay)
     guard = GuardCounts.from_meta(meta)
-    rows = leaderboard_rows(state)
-    learner = learner_id_of(meta)
-    if not all_players:
-        config = json.loads(meta.get("league_config", "{}"))
-        limit = int(config.get("view_players") or VIEW_PLAYERS_DEFAULT)
-        shown = set(shown_players([r.player_id for r in rows], state.players, learner, limit))
-        rows = [r for r in rows if r.player_id in shown]
-    order = [r.player_id for r in rows]
     images = [
-        plot_rating_curves(history, state.matches, out / RATING_CURVES_PNG, x=x, players=order),
+        plot_rating_curves(history, step_of, out / RATING_CURVES_PNG, x=x, players=order),
         plot_payoff_heatmap(state.payoff, order, out / PAYOFF_PNG),
     ]
     if gauntlet:
         images.append(plot_gauntlet(gauntlet, out / GAUNTLET_PNG))
     table = (gauntlet_table(gauntlet, restores=guard.restores, rejections=guard.rejections)
              if gauntlet else None)
-    history = exploitability_history(state.players, state.matches, learner, decay)
     words = None
-    if history:
-        images.append(plot_exploitability(history, out / EXPLOITABILITY_PNG))
-        now = history[-1][1]
-        peak = max(history, key=lambda h: h[1].value)
+    if history_x:
+        images.append(plot_exploitability(history_x, out / EXPLOITABILITY_PNG))
+        now = history_x[-1][1]
+        peak = max(history_x, key=lambda h: h[1].value)
         words = (f"league exploitability: {now.value:.3f} ({now.player_id} against {learner}, "
                  f"{now.games:.0f} decayed games); highest over the run {peak[1].value:.3f} "
                  f"(match {peak[0]}, {peak[1].player_id})")

@@ -99,9 +99,8 @@ class LeagueViews:
             path.parent.mkdir(parents=True, exist_ok=True)
             image = plot_payoff_heatmap(self.league.payoff, order, path)
             log.log_image(PAYOFF_IMAGE_KEY, image, step)
-            if self._rating_curves is None:
-                store = self.league.store
-                self._rating_curves = RatingCurves.from_history(store.rating_history(), store.matches())
+            if self._rating_curves is None:  # the shown players' curves so far, thinned, read by index
+                self._rating_curves = RatingCurves.from_store(self.league.store, order)
             self._rating_curves.add(step, {r[1]: r[5] for r in rows})
             log.log_line_series(RATINGS_KEY, self._rating_curves.series(), step,
                                 title="Rating (mu - 3 sigma) of every player", xname="learner step")

@@ -1,0 +1,306 @@
+"""``python -m arena.bench league-scale``: a week-long league's store, in minutes.
+
+For each size (snapshots, matches) it fills a league store in a fresh run directory with that many
+snapshot players (tiny files: the store, not the weights, is what grows) and synthetic matches at a
+default league's shares (mirror 35%, snapshots 35%, the three bots 30%; a snapshot's share goes half
+to the newest 64 and half to all before the match), each non-mirror match with its two rating rows
+and its checkpoint tag, and the gauntlet's rows for every fourth snapshot. Then, each in a process of
+its own so that resident memory is that of the part measured:
+
+- **first open**: the league opened with no mark, replaying every match (how every resume worked
+  before marks), then its first mark written;
+- **training process**: ``LeagueRun`` resumed with a rollback of the last checkpoint's matches (from
+  the newest mark), then one update's league work, each part timed: recording an update's matches
+  (in one transaction per step), the PFSP refresh and the draws of an update's matches, the
+  snapshot gate's win rates, the league metrics, and one view (leaderboard, payoff heatmap chart and
+  PNG, rating curves) amortised over ``league.log_interval`` updates; its resident memory;
+- **league show**: ``python -m arena.league show`` on the directory: wall time and peak memory.
+
+It prints the sizes side by side, the league work of one update as a share of an update's wall time
+(``--update-seconds``, the default trainer's update in a league on the 2-core VM), the store's size
+on disk and a week's projection, and writes a JSON record (``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from arena.bench.league_pool import resident_mb
+from arena.bench.record import write_record
+from arena.league.config import RetentionConfig, league_config
+from arena.league.matchmaking.pfsp import UpdateMatchmaker
+from arena.league.model.exploitability import best_responses, league_exploitability
+from arena.league.model.league import League
+from arena.league.model.players import Player
+from arena.league.model.ratings import Ratings
+from arena.league.model.snapshots import file_stat, write_snapshot
+from arena.league.model.store import META_DECAY, META_RATINGS, LeagueStore
+from arena.league.run.league_run import LeagueRun
+from arena.league.view.plots import show
+from arena.trainer.telemetry.loggers import NoneLogger
+
+SIZES = ((50, 1_000_000), (2_000, 1_000_000), (20_000, 1_000_000), (20_000, 10_000_000))
+BOTS = ("scripted:random", "scripted:heuristic", "scripted:evader")
+MATCHES_PER_UPDATE = 40  # ~19 matches a second (a default selfplay league, 1v1) x ~2 s an update
+MATCHES_PER_CHECKPOINT = 5_800  # five minutes of matches at that rate: what a resume rolls back
+GAUNTLET_REFERENCES = BOTS
+
+
+def fill(run_dir: Path, snapshots: int, matches: int, seed: int = 0) -> dict[str, float]:
+    """Writes the synthetic league (see the module docstring); returns its timings."""
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    store = LeagueStore(run_dir / "league.sqlite")
+    config = league_config({})
+    store.set_metas({META_DECAY: config.decay, META_RATINGS: Ratings().config(),
+                     "league_config": dataclasses.asdict(config)})
+    store.add_player(Player("learner", "learner"))
+    for bot in BOTS:
+        store.add_player(Player(bot, "scripted"))
+    ids = [f"learner:snap-{i:06d}" for i in range(snapshots)]
+    stats = {}
+    with store.batch():
+        for i, player_id in enumerate(ids):
+            relative = Path("league") / "snapshots" / f"learner_snap-{i:06d}.pt"
+            sha = write_snapshot(run_dir / relative, rng.bytes(64))
+            store.add_player(Player(player_id, "snapshot", path=str(relative), sha256=sha,
+                                    step=i * 1_000_000, parent="learner"))
+            stats[player_id] = file_stat(run_dir / relative)
+    store.set_file_stats(stats)
+    opponents = np.array(["learner", *BOTS, *ids], dtype=object)
+    chunk = 200_000
+    mu = {p: 25.0 for p in opponents}
+    conn = store._conn
+    for first in range(0, matches, chunk):
+        k = np.arange(first, min(first + chunk, matches))
+        available = np.maximum(1, ((k + 1) * snapshots) // matches)  # snapshots made before match k
+        source = rng.random(len(k))
+        recent = np.maximum(0, available - 64)
+        newest = recent + (rng.random(len(k)) * (available - recent)).astype(int)
+        snap = np.where(rng.random(len(k)) < 0.5, newest, (rng.random(len(k)) * available).astype(int))
+        pick = np.where(source < 0.35, 0, np.where(source < 0.65, 1 + rng.integers(0, 3, len(k)), 4 + snap))
+        outcome = rng.integers(-1, 2, len(k))
+        ids_k = k + 1
+        checkpoint = k // MATCHES_PER_CHECKPOINT
+        match_rows, rating_rows, tag_rows = [], [], []
+        for mid, o, out, cp in zip(ids_k.tolist(), pick.tolist(), outcome.tolist(), checkpoint.tolist(),
+                                   strict=True):
+            opponent = opponents[o]
+            match_rows.append((mid, mid * 50, '["learner"]', json.dumps([opponent]), out, 600.0, 0.0))
+            tag_rows.append((mid, "learner", cp))
+            if opponent != "learner":
+                mu["learner"] += 0.01 * out
+                mu[opponent] -= 0.01 * out
+                rating_rows.append((mid, "learner", mu["learner"], 1.0))
+                rating_rows.append((mid, opponent, mu[opponent], 2.0))
+        with store.batch():
+            conn.executemany("INSERT INTO matches (id, learner_step, team_a, team_b, outcome, length,"
+                             " created_at) VALUES (?,?,?,?,?,?,?)", match_rows)
+            conn.executemany("INSERT INTO ratings VALUES (?,?,?,?)", rating_rows)
+            conn.executemany("INSERT INTO match_learners VALUES (?,?,?)", tag_rows)
+    with store.batch():
+        for i in range(0, snapshots, 4):
+            for ref in GAUNTLET_REFERENCES:
+                w = int(rng.integers(0, 200))
+                conn.execute("INSERT INTO gauntlet VALUES (?,?,?,?,?,?,?)",
+                             (ids[i], ref, i * 1_000_000, w, 0, 200 - w, float(i)))
+    store.close()
+    return {"fill_s": time.perf_counter() - start}
+
+
+def first_open(run_dir: Path) -> dict[str, float]:
+    """Opens the league with no mark (a replay of every match), then writes its first mark."""
+    start = time.perf_counter()
+    league = League.open(run_dir)
+    opened = time.perf_counter() - start
+    start = time.perf_counter()
+    league.mark()
+    marked = time.perf_counter() - start
+    league.close()
+    rss, peak = resident_mb()
+    return {"open_without_mark_s": opened, "first_mark_s": marked, "open_without_mark_peak_mib": peak,
+            "open_without_mark_rss_mib": rss}
+
+
+def training_process(run_dir: Path, matches: int, seed: int = 1) -> dict[str, float]:
+    """A resumed LeagueRun's start and one update's league work (see the module docstring)."""
+    config = league_config({})
+    checkpoint = (matches - 1) // MATCHES_PER_CHECKPOINT
+    start = time.perf_counter()
+    run = LeagueRun(config, run_dir, game="midrange", learner_checkpoints=checkpoint)
+    resume = time.perf_counter() - start
+    league = run.league
+    out: dict[str, float] = {"resume_s": resume, "rolled_back": float(sum(run.rolled_back.values()))}
+    rng = np.random.default_rng(seed)
+    m = config.matchmaking
+    chooser = UpdateMatchmaker(league.pool, league.payoff, m.mix.as_dict(), rng=rng, weighting=m.weighting,
+                               p=m.p, min_games=m.min_games, pool_kinds=tuple(m.pool_kinds))
+    timings = {}
+    start = time.perf_counter()
+    chooser.refresh()
+    drawn = chooser.choose_many("learner", MATCHES_PER_UPDATE)
+    timings["matchmaking"] = time.perf_counter() - start
+    start = time.perf_counter()
+    for i in range(0, MATCHES_PER_UPDATE, 2):  # two matches end in a step, one transaction each step
+        with league.store.batch():
+            for opponent in drawn[i:i + 2]:
+                league.record_match(["learner"], [opponent], int(rng.integers(-1, 2)),
+                                    learner_step=10**12, checkpoints={"learner": checkpoint})
+    timings["record"] = time.perf_counter() - start
+    start = time.perf_counter()
+    league.win_rates_vs_pool("learner")
+    timings["gate"] = time.perf_counter() - start
+    start = time.perf_counter()
+    league_exploitability(league.payoff, best_responses(league.pool), "learner")
+    league.ratings.conservative("learner")
+    timings["metrics"] = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        run.views.run_dir = Path(tmp)  # the view's PNG goes here, not into the league's directory
+        run.views.log(NoneLogger(), 10**12, config.log_interval, force=True)
+        timings["view"] = time.perf_counter() - start
+    run.close()
+    out.update({f"{k}_ms": v * 1000.0 for k, v in timings.items()})
+    per_update = sum(v for k, v in timings.items() if k != "view") + timings["view"] / config.log_interval
+    out["league_work_per_update_ms"] = per_update * 1000.0
+    rss, peak = resident_mb()
+    out.update({"rss_mib": rss, "peak_mib": peak})
+    return out
+
+
+def league_show(run_dir: Path) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        show(run_dir, tmp)
+        seconds = time.perf_counter() - start
+    _, peak = resident_mb()
+    return {"show_s": seconds, "show_peak_mib": peak}
+
+
+PHASES = {"fill": fill, "first_open": first_open, "training": training_process, "show": league_show}
+
+
+def _child(phase: str, run_dir: Path, snapshots: int, matches: int) -> dict[str, float]:
+    """Runs one phase in a fresh interpreter; returns its figures."""
+    args = [sys.executable, "-m", "arena.bench.league_scale", "--phase", phase, "--dir", str(run_dir),
+            "--snapshots", str(snapshots), "--matches", str(matches)]
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"league-scale phase {phase} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(snapshots: int, matches: int, root: Path) -> dict[str, float]:
+    run_dir = root / f"league-{snapshots}-{matches}"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    figures: dict[str, float] = {"snapshots": snapshots, "matches": matches}
+    for phase in ("fill", "first_open", "training", "show"):
+        figures.update(_child(phase, run_dir, snapshots, matches))
+        print(f"  {snapshots:>6,} snapshots, {matches:>10,} matches: {phase} done", flush=True)
+    db = run_dir / "league.sqlite"
+    figures["store_mib"] = sum(p.stat().st_size for p in db.parent.glob("league.sqlite*")) / 2**20
+    figures["store_bytes_per_match"] = figures["store_mib"] * 2**20 / matches
+    return figures
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m arena.bench league-scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--snapshots", type=int, nargs="+", default=None,
+                        help="snapshot counts (default: 50, 2000, 20000 at 1M matches and 20000 at 10M)")
+    parser.add_argument("--matches", type=int, nargs="+", default=None,
+                        help="match counts, one per --snapshots value (or one for all)")
+    parser.add_argument("--dir", default=None,
+                        help="where the stores are built (default: a temp dir, removed)")
+    parser.add_argument("--update-seconds", type=float, default=2.0,
+                        help="an update's wall time the league work is a share of (default 2.0)")
+    parser.add_argument("--week-matches", type=float, default=19.3 * 86400 * 7,
+                        help="matches in a week, for the disk projection (default: 19.3 a second)")
+    parser.add_argument("--json", default=None, help="write the figures as a JSON record here")
+    parser.add_argument("--phase", choices=sorted(PHASES), default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.phase is not None:  # a child process: one phase, its figures as the last line
+        run_dir = Path(args.dir)
+        if args.phase == "fill":
+            figures = fill(run_dir, args.snapshots[0], args.matches[0])
+        elif args.phase == "training":
+            figures = training_process(run_dir, args.matches[0])
+        else:
+            figures = PHASES[args.phase](run_dir)
+        print(json.dumps(figures))
+        return 0
+    if args.snapshots is None:
+        sizes = list(SIZES) if args.matches is None else [(s, args.matches[0]) for s, _ in SIZES]
+    else:
+        matches = args.matches or [1_000_000]
+        if len(matches) not in (1, len(args.snapshots)):
+            parser.error("--matches takes one value, or one per --snapshots value")
+        sizes = [(s, matches[0] if len(matches) == 1 else matches[i]) for i, s in enumerate(args.snapshots)]
+    for s, m in sizes:
+        if s < 1 or m < MATCHES_PER_UPDATE:
+            parser.error(f"--snapshots {s} must be >= 1 and --matches {m} >= {MATCHES_PER_UPDATE}")
+    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="league-scale-"))
+    results = []
+    try:
+        for snapshots, matches in sizes:
+            results.append(measure(snapshots, matches, root))
+    finally:
+        if args.dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    rows = [
+        ("resume, no mark (s)", "open_without_mark_s", "{:.2f}"),
+        ("  its peak memory (MiB)", "open_without_mark_peak_mib", "{:.0f}"),
+        ("resume + rollback from a mark (s)", "resume_s", "{:.2f}"),
+        ("  matches rolled back", "rolled_back", "{:.0f}"),
+        ("record an update's matches (ms)", "record_ms", "{:.1f}"),
+        ("matchmaking (ms)", "matchmaking_ms", "{:.1f}"),
+        ("gate win rates (ms)", "gate_ms", "{:.1f}"),
+        ("metrics (ms)", "metrics_ms", "{:.1f}"),
+        ("one view (ms)", "view_ms", "{:.0f}"),
+        ("league work per update (ms)", "league_work_per_update_ms", "{:.1f}"),
+        ("  share of a {u:g} s update", "share", "{:.2%}"),
+        ("training process resident (MiB)", "rss_mib", "{:.0f}"),
+        ("training process peak (MiB)", "peak_mib", "{:.0f}"),
+        ("league show (s)", "show_s", "{:.2f}"),
+        ("league show peak (MiB)", "show_peak_mib", "{:.0f}"),
+        ("store on disk (MiB)", "store_mib", "{:.0f}"),
+        ("store bytes per match", "store_bytes_per_match", "{:.0f}"),
+    ]
+    for r in results:
+        r["share"] = r["league_work_per_update_ms"] / 1000.0 / args.update_seconds
+    base = results[0]
+    print("\nleague-scale (midrange 1v1 league, default config)")
+    labels = [f"{r['snapshots']:,} / {r['matches'] / 1e6:g}M" for r in results]
+    header = "".join(f"{label:>18}" for label in labels)
+    print(f"{'snapshots / matches':36}{header}")
+    for label, key, fmt in rows:
+        cells = "".join(f"{fmt.format(r[key]):>18}" for r in results)
+        print(f"{label.format(u=args.update_seconds):36}{cells}")
+    print(f"{'resident memory vs the first size':36}"
+          + "".join(f"{r['rss_mib'] / base['rss_mib']:>17.2f}x" for r in results))
+    week = max(results, key=lambda r: r["matches"])["store_bytes_per_match"] * args.week_matches / 2**30
+    kept = RetentionConfig.keep_recent + RetentionConfig.keep_top
+    print(f"a week's store at {args.week_matches:,.0f} matches: {week:.2f} GiB; retention keeps ~{kept} "
+          "snapshot files (league.retention: keep_recent + keep_top), ~0.5 MiB each in midrange")
+    if args.json:
+        path = write_record(args.json, "league-scale", argv,
+                            {"sizes": results, "update_seconds": args.update_seconds,
+                             "week_matches": args.week_matches, "week_store_gib": week})
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
