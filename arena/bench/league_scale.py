@@ -7,8 +7,10 @@ to the newest 64 and half to all before the match), each non-mirror match with i
 and its checkpoint tag, and the gauntlet's rows for every fourth snapshot. Then, each in a process of
 its own so that resident memory is that of the part measured:
 
-- **first open**: the league opened with no mark, replaying every match (how every resume worked
-  before marks), then its first mark written;
+- **first open**: the league opened with no mark, replaying every match up to the last checkpoint
+  (how every resume worked before marks); then, as a run does when its learner writes that
+  checkpoint, a mark; then the matches after it, recorded one step at a time through the league
+  (``League.record_match``), and the run is killed (no mark at its end);
 - **training process**: ``LeagueRun`` resumed with a rollback of the last checkpoint's matches (from
   the newest mark), then one update's league work, each part timed: recording an update's matches
   (in one transaction per step), the PFSP refresh and the draws of an update's matches, the
@@ -27,16 +29,19 @@ import argparse
 import dataclasses
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from arena.bench.league_pool import resident_mb
 from arena.bench.record import write_record
+from arena.figures import pyplot, save_figure
 from arena.league.config import RetentionConfig, league_config
 from arena.league.matchmaking.pfsp import UpdateMatchmaker
 from arena.league.model.exploitability import best_responses, league_exploitability
@@ -56,8 +61,15 @@ MATCHES_PER_CHECKPOINT = 5_800  # five minutes of matches at that rate: what a r
 GAUNTLET_REFERENCES = BOTS
 
 
+def last_checkpoint(matches: int) -> int:
+    """The checkpoint count the learner had written when it played the league's last match."""
+    return (matches - 1) // MATCHES_PER_CHECKPOINT
+
+
 def fill(run_dir: Path, snapshots: int, matches: int, seed: int = 0) -> dict[str, float]:
-    """Writes the synthetic league (see the module docstring); returns its timings."""
+    """Writes the synthetic league (see the module docstring) up to its last checkpoint (the matches
+    after it are ``first_open``'s); returns its timings."""
+    total, matches = matches, last_checkpoint(matches) * MATCHES_PER_CHECKPOINT
     rng = np.random.default_rng(seed)
     start = time.perf_counter()
     store = LeagueStore(run_dir / "league.sqlite")
@@ -83,7 +95,7 @@ def fill(run_dir: Path, snapshots: int, matches: int, seed: int = 0) -> dict[str
     conn = store._conn
     for first in range(0, matches, chunk):
         k = np.arange(first, min(first + chunk, matches))
-        available = np.maximum(1, ((k + 1) * snapshots) // matches)  # snapshots made before match k
+        available = np.maximum(1, ((k + 1) * snapshots) // total)  # snapshots made before match k
         source = rng.random(len(k))
         recent = np.maximum(0, available - 64)
         newest = recent + (rng.random(len(k)) * (available - recent)).astype(int)
@@ -118,14 +130,24 @@ def fill(run_dir: Path, snapshots: int, matches: int, seed: int = 0) -> dict[str
     return {"fill_s": time.perf_counter() - start}
 
 
-def first_open(run_dir: Path) -> dict[str, float]:
-    """Opens the league with no mark (a replay of every match), then writes its first mark."""
+def first_open(run_dir: Path, matches: int, seed: int = 2) -> dict[str, float]:
+    """Opens the league with no mark (a replay of every match so far), writes a mark as at a
+    checkpoint, then records the matches after the checkpoint one step (two matches) at a time."""
     start = time.perf_counter()
     league = League.open(run_dir)
     opened = time.perf_counter() - start
     start = time.perf_counter()
     league.mark()
     marked = time.perf_counter() - start
+    rng = np.random.default_rng(seed)
+    opponents = ["learner", *BOTS, *[p.player_id for p in league.pool.snapshots()[-64:]]]
+    checkpoint = last_checkpoint(matches)
+    for first in range(league.match_count, matches, 2):
+        with league.store.batch():
+            for _ in range(min(2, matches - first)):
+                opponent = opponents[int(rng.integers(len(opponents)))]
+                league.record_match(["learner"], [opponent], int(rng.integers(-1, 2)), length=600.0,
+                                    learner_step=10**12, checkpoints={"learner": checkpoint})
     league.close()
     rss, peak = resident_mb()
     return {"open_without_mark_s": opened, "first_mark_s": marked, "open_without_mark_peak_mib": peak,
@@ -135,7 +157,7 @@ def first_open(run_dir: Path) -> dict[str, float]:
 def training_process(run_dir: Path, matches: int, seed: int = 1) -> dict[str, float]:
     """A resumed LeagueRun's start and one update's league work (see the module docstring)."""
     config = league_config({})
-    checkpoint = (matches - 1) // MATCHES_PER_CHECKPOINT
+    checkpoint = last_checkpoint(matches)
     start = time.perf_counter()
     run = LeagueRun(config, run_dir, game="midrange", learner_checkpoints=checkpoint)
     resume = time.perf_counter() - start
@@ -187,6 +209,100 @@ def league_show(run_dir: Path) -> dict[str, float]:
     return {"show_s": seconds, "show_peak_mib": peak}
 
 
+LONG_RUN_ARGS = ("+league=selfplay", "trainer.total_timesteps=1000000000",
+                 "league.snapshot.every_steps=100000", "logger=none", "dashboard=false")
+
+
+def _proc_memory(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a process in MiB (NaN once it is gone)."""
+    values = {"VmRSS": float("nan"), "VmHWM": float("nan")}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key = line.split(":")[0]
+            if key in values:
+                values[key] = float(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return values["VmRSS"], values["VmHWM"]
+
+
+def long_run(run_dir: Path, minutes: float, overrides: list[str]) -> dict[str, Any]:
+    """A real league run (``python -m arena.train`` with ``LONG_RUN_ARGS``: a snapshot every 100k
+    samples, a day's pool in miniature), its resident memory sampled every minute; then Ctrl-C,
+    its league work per minute from its metrics, and ``league show`` on its directory."""
+    args = [sys.executable, "-m", "arena.train", *LONG_RUN_ARGS, *overrides, f"run_dir={run_dir}"]
+    log = (run_dir.parent / f"{run_dir.name}.log").open("w")
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    start = time.time()
+    samples = []
+    try:
+        while time.time() - start < minutes * 60.0 and proc.poll() is None:
+            time.sleep(min(60.0, max(0.0, start + 60.0 * (len(samples) + 1) - time.time())))
+            rss, peak = _proc_memory(proc.pid)
+            snaps = len(list((run_dir / "league" / "snapshots").glob("*.pt")))
+            samples.append({"minute": (time.time() - start) / 60.0, "rss_mib": rss, "peak_mib": peak,
+                            "snapshot_files": snaps})
+            print(f"  minute {samples[-1]['minute']:.1f}: {rss:.0f} MiB resident, {snaps} snapshot files",
+                  flush=True)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=600)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        log.close()
+    text = (run_dir / "metrics.jsonl").read_text()
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    t0 = lines[0]["wall_time"] if lines else start
+    per_minute: dict[int, dict[str, float]] = {}
+    for line in lines:
+        if "league/time/total" not in line:
+            continue
+        slot = per_minute.setdefault(int((line["wall_time"] - t0) // 60), {"league": 0.0, "gauntlet": 0.0,
+                                                                           "updates": 0.0})
+        slot["league"] += line["league/time/total"] - line.get("league/time/gauntlet", 0.0)
+        slot["gauntlet"] += line.get("league/time/gauntlet", 0.0)
+        slot["updates"] += 1
+    minutes_table = [{"minute": m, "league_share": v["league"] / 60.0, "gauntlet_share": v["gauntlet"] / 60.0,
+                      "league_ms_per_update": 1000.0 * v["league"] / max(v["updates"], 1.0),
+                      "updates": v["updates"]} for m, v in sorted(per_minute.items())]
+    with LeagueStore(run_dir / "league.sqlite", read_only=True) as store:
+        players, matches = len(store.players()), store.match_count()
+    figures = {"minutes": minutes, "command": " ".join(["python -m arena.train", *LONG_RUN_ARGS, *overrides]),
+               "samples": samples, "per_minute": minutes_table, "players": players, "matches": matches,
+               **_child("show", run_dir, 0, 0)}
+    figures["plot"] = str(plot_long_run(samples, minutes_table, run_dir / "league_long_run.png"))
+    return figures
+
+
+def plot_long_run(samples: list[dict[str, float]], per_minute: list[dict[str, float]], path: Path) -> Path:
+    plt = pyplot()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    top.plot([s["minute"] for s in samples], [s["rss_mib"] for s in samples], marker="o", markersize=3,
+             label="resident memory (MiB)")
+    top.set_ylabel("MiB")
+    top.set_ylim(bottom=0)
+    twin = top.twinx()
+    twin.plot([s["minute"] for s in samples], [s["snapshot_files"] for s in samples], color="C2",
+              linestyle="--", label="snapshot files")
+    twin.set_ylabel("snapshot files", color="C2")
+    top.set_title("a long league run: resident memory and league work per minute")
+    top.legend(loc="upper left", fontsize="small")
+    bottom.plot([m["minute"] + 0.5 for m in per_minute], [100 * m["league_share"] for m in per_minute],
+                marker="o", markersize=3, label="league work (record, matchmaking, loading, snapshot, views)")
+    bottom.plot([m["minute"] + 0.5 for m in per_minute], [100 * m["gauntlet_share"] for m in per_minute],
+                marker="o", markersize=3, label="gauntlet")
+    bottom.axhline(3.0, color="grey", linestyle=":", linewidth=0.8)
+    bottom.set_ylabel("% of the wall time")
+    bottom.set_xlabel("minute of the run")
+    bottom.set_ylim(bottom=0)
+    bottom.legend(fontsize="small")
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+    return save_figure(fig, path)
+
+
 PHASES = {"fill": fill, "first_open": first_open, "training": training_process, "show": league_show}
 
 
@@ -229,14 +345,42 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--week-matches", type=float, default=19.3 * 86400 * 7,
                         help="matches in a week, for the disk projection (default: 19.3 a second)")
     parser.add_argument("--json", default=None, help="write the figures as a JSON record here")
+    parser.add_argument("--long-run", type=float, default=None, metavar="MINUTES",
+                        help="instead of the synthetic stores: a real league run of MINUTES (a snapshot "
+                             "every 100k samples), memory and league work sampled every minute, then "
+                             "league show; into --dir (default runs/league-long-run)")
+    parser.add_argument("overrides", nargs="*", help="with --long-run: extra overrides for arena.train")
     parser.add_argument("--phase", choices=sorted(PHASES), default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.long_run is not None:
+        run_dir = Path(args.dir or "runs/league-long-run")
+        if run_dir.exists():
+            parser.error(f"--dir {run_dir} exists; a long run starts a new league")
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        figures = long_run(run_dir, args.long_run, list(args.overrides))
+        rss = [s["rss_mib"] for s in figures["samples"]]
+        late = [m for m in figures["per_minute"] if m["minute"] >= 2]
+        print(f"\n{figures['players']} players, {figures['matches']:,} matches after {args.long_run:g} "
+              "minutes")
+        if rss:
+            print(f"resident memory: {rss[min(3, len(rss) - 1)]:.0f} MiB at minute ~4, {rss[-1]:.0f} MiB at "
+                  f"the end, peak {max(s['peak_mib'] for s in figures['samples']):.0f} MiB")
+        if late:
+            print(f"league work (gauntlet aside) per minute from minute 2: "
+                  f"{min(m['league_share'] for m in late):.2%} to {max(m['league_share'] for m in late):.2%} "
+                  f"of the wall time; per update {late[0]['league_ms_per_update']:.0f} ms first, "
+                  f"{late[-1]['league_ms_per_update']:.0f} ms last")
+        print(f"league show: {figures['show_s']:.1f} s, peak {figures['show_peak_mib']:.0f} MiB")
+        print(f"wrote {figures['plot']}")
+        if args.json:
+            print(f"wrote {write_record(args.json, 'league-scale', argv, figures)}")
+        return 0
     if args.phase is not None:  # a child process: one phase, its figures as the last line
         run_dir = Path(args.dir)
         if args.phase == "fill":
             figures = fill(run_dir, args.snapshots[0], args.matches[0])
-        elif args.phase == "training":
-            figures = training_process(run_dir, args.matches[0])
+        elif args.phase in ("training", "first_open"):
+            figures = PHASES[args.phase](run_dir, args.matches[0])
         else:
             figures = PHASES[args.phase](run_dir)
         print(json.dumps(figures))
