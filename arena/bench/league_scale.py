@@ -19,7 +19,7 @@ its own so that resident memory is that of the part measured:
 - **league show**: ``python -m arena.league show`` on the directory: wall time and peak memory.
 
 It prints the sizes side by side, the league work of one update as a share of an update's wall time
-(``--update-seconds``, the default trainer's update in a league on the 2-core VM), the store's size
+(``--update-seconds``: 2.5, the median update of a default selfplay league on the 2-core VM), the store's size
 on disk and a week's projection, and writes a JSON record (``--json``).
 """
 
@@ -48,7 +48,7 @@ from arena.league.model.exploitability import best_responses, league_exploitabil
 from arena.league.model.league import League
 from arena.league.model.players import Player
 from arena.league.model.ratings import Ratings
-from arena.league.model.snapshots import file_stat, write_snapshot
+from arena.league.model.snapshots import SnapshotGate, file_stat, write_snapshot
 from arena.league.model.store import META_DECAY, META_RATINGS, LeagueStore
 from arena.league.run.league_run import LeagueRun
 from arena.league.view.plots import show
@@ -179,17 +179,23 @@ def training_process(run_dir: Path, matches: int, seed: int = 1) -> dict[str, fl
                 league.record_match(["learner"], [opponent], int(rng.integers(-1, 2)),
                                     learner_step=10**12, checkpoints={"learner": checkpoint})
     timings["record"] = time.perf_counter() - start
-    start = time.perf_counter()
-    league.win_rates_vs_pool("learner")
+    snap = config.snapshot
+    gate = SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games)
+    start = time.perf_counter()  # as the learner asks it (LeagueLearner.snapshot_due), between snapshots
+    rates = league.iter_win_rates_vs_pool("learner", tuple(snap.vs_kinds), newest_first=True)
+    gate.should_snapshot(1, 0, rates)
     timings["gate"] = time.perf_counter() - start
     start = time.perf_counter()
     league_exploitability(league.payoff, best_responses(league.pool), "learner")
     league.ratings.conservative("learner")
     timings["metrics"] = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
         run.views.run_dir = Path(tmp)  # the view's PNG goes here, not into the league's directory
+        start = time.perf_counter()  # the process's first: matplotlib's import, the curves from the store
         run.views.log(NoneLogger(), 10**12, config.log_interval, force=True)
+        out["first_view_ms"] = (time.perf_counter() - start) * 1000.0
+        start = time.perf_counter()  # each later one, every league.log_interval updates
+        run.views.log(NoneLogger(), 10**12 + 1, 2 * config.log_interval, force=True)
         timings["view"] = time.perf_counter() - start
     run.close()
     out.update({f"{k}_ms": v * 1000.0 for k, v in timings.items()})
@@ -340,8 +346,9 @@ def main(argv: list[str]) -> int:
                         help="match counts, one per --snapshots value (or one for all)")
     parser.add_argument("--dir", default=None,
                         help="where the stores are built (default: a temp dir, removed)")
-    parser.add_argument("--update-seconds", type=float, default=2.0,
-                        help="an update's wall time the league work is a share of (default 2.0)")
+    parser.add_argument("--update-seconds", type=float, default=2.5,
+                        help="an update's wall time the league work is a share of (default 2.5: the median "
+                             "update of a default selfplay league on the 2-core VM)")
     parser.add_argument("--week-matches", type=float, default=19.3 * 86400 * 7,
                         help="matches in a week, for the disk projection (default: 19.3 a second)")
     parser.add_argument("--json", default=None, help="write the figures as a JSON record here")
@@ -412,7 +419,8 @@ def main(argv: list[str]) -> int:
         ("matchmaking (ms)", "matchmaking_ms", "{:.1f}"),
         ("gate win rates (ms)", "gate_ms", "{:.1f}"),
         ("metrics (ms)", "metrics_ms", "{:.1f}"),
-        ("one view (ms)", "view_ms", "{:.0f}"),
+        ("first view of a process (ms)", "first_view_ms", "{:.0f}"),
+        ("each later view (ms)", "view_ms", "{:.0f}"),
         ("league work per update (ms)", "league_work_per_update_ms", "{:.1f}"),
         ("  share of a {u:g} s update", "share", "{:.2%}"),
         ("training process resident (MiB)", "rss_mib", "{:.0f}"),

@@ -84,6 +84,17 @@ def score_for_pfsp(payoff: PayoffTable, learner_id: str, opponent_id: str, min_g
     return 0.5 if score is None else score
 
 
+def scores_for_pfsp(payoff: PayoffTable, learner_id: str, opponents: Sequence[str],
+                    min_games: float) -> np.ndarray:
+    """`score_for_pfsp` of every opponent at once, the same numbers (the same operations, elementwise)."""
+    counts = payoff.wdl_against(learner_id, opponents)
+    w, d, l = counts[:, 0], counts[:, 1], counts[:, 2]  # noqa: E741
+    games = w + d + l
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = (w + 0.5 * d) / games
+    return np.where((games < min_games) | (games <= 0.0), 0.5, score)
+
+
 class Matchmaker:
     """Chooses opponents from a pool with a fixed mix of sources, reproducibly for a seed.
 
@@ -184,7 +195,7 @@ class Matchmaker:
     def pfsp_probabilities(self, learner_id: str, opponents: Sequence[str] | None = None) -> np.ndarray:
         """PFSP probabilities over `opponents` (the opponent pool by default), for logging or tests."""
         ids = self.opponent_pool(learner_id) if opponents is None else list(opponents)
-        scores = [score_for_pfsp(self.payoff, learner_id, o, self.min_games) for o in ids]
+        scores = scores_for_pfsp(self.payoff, learner_id, ids, self.min_games)
         return pfsp_probabilities(scores, self.weighting, self.p)
 
     def _warn_fallback(self, source: str, learner_id: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from arena.envs.outcomes import Result, ResultLike
@@ -137,13 +137,20 @@ class League:
         self, learner_id: str, kinds: Sequence[str] = ("snapshot", "scripted")
     ) -> dict[str, tuple[float, float]]:
         """opponent id -> (score, decayed games) of the learner against each pool player of `kinds`."""
-        out = {}
-        for player in self.pool.of_kind(*kinds):
+        return dict(self.iter_win_rates_vs_pool(learner_id, kinds))
+
+    def iter_win_rates_vs_pool(
+        self, learner_id: str, kinds: Sequence[str] = ("snapshot", "scripted"), *, newest_first: bool = False
+    ) -> Iterator[tuple[str, tuple[float, float]]]:
+        """`win_rates_vs_pool`'s items one at a time (newest player first with ``newest_first``), so a
+        reader that stops early, as the snapshot gate does at the first opponent not beaten (usually
+        the newest snapshot), costs O(1) instead of O(pool)."""
+        players = self.pool.of_kind(*kinds)
+        for player in reversed(players) if newest_first else players:
             if player.player_id == learner_id:
                 continue
             s = self.payoff.score(learner_id, player.player_id)
-            out[player.player_id] = (0.5 if s is None else s, self.payoff.games(learner_id, player.player_id))
-        return out
+            yield player.player_id, (0.5 if s is None else s, self.payoff.games(learner_id, player.player_id))
 
     def last_snapshot_step(self, learner_id: str) -> int | None:
         """Learner step of the newest snapshot frozen from `learner_id`, or None."""

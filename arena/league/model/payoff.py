@@ -63,6 +63,21 @@ class PayoffTable:
         w, d, l = (float(c) for c in counts)  # noqa: E741
         return (l, d, w) if flipped else (w, d, l)
 
+    def wdl_against(self, a: str, opponents: Sequence[str]) -> np.ndarray:
+        """``(len(opponents), 3)``: the decayed (wins, draws, losses) of a against each opponent, zeros
+        for a pair that never played; the rows equal `wdl`'s, one dictionary lookup each (a pool of
+        thousands in milliseconds)."""
+        get, zero = self._counts.get, (0.0, 0.0, 0.0)
+        rows = []
+        for b in opponents:
+            if a <= b:
+                counts = get((a, b))
+                rows.append(zero if counts is None else counts)
+            else:
+                counts = get((b, a))
+                rows.append(zero if counts is None else counts[::-1])
+        return np.array(rows, dtype=float).reshape(len(rows), 3)
+
     def games(self, a: str, b: str) -> float:
         """Decayed number of games between a and b."""
         return float(sum(self.wdl(a, b)))

@@ -151,9 +151,10 @@ class SnapshotGate:
         self,
         step: int,
         last_snapshot_step: int | None,
-        win_rates_vs_pool: Mapping[str, tuple[float, float]],
+        win_rates_vs_pool: Mapping[str, tuple[float, float]] | Iterable[tuple[str, tuple[float, float]]],
     ) -> bool:
-        """True when a snapshot is due; win_rates_vs_pool maps opponent id -> (score, games)."""
+        """True when a snapshot is due; win_rates_vs_pool maps opponent id -> (score, games), or gives
+        those pairs one at a time (read only as far as needed)."""
         if step < 0:
             raise ValueError(f"step {step} must be >= 0")
         last = 0 if last_snapshot_step is None else last_snapshot_step
@@ -163,10 +164,12 @@ class SnapshotGate:
             return True
         return self.beat_all_threshold is not None and self._beats_all(win_rates_vs_pool)
 
-    def _beats_all(self, win_rates_vs_pool: Mapping[str, tuple[float, float]]) -> bool:
-        if not win_rates_vs_pool:
-            return False
-        for opponent, (score, games) in win_rates_vs_pool.items():
+    def _beats_all(self, win_rates_vs_pool: Mapping[str, tuple[float, float]]
+                   | Iterable[tuple[str, tuple[float, float]]]) -> bool:
+        items = win_rates_vs_pool.items() if isinstance(win_rates_vs_pool, Mapping) else win_rates_vs_pool
+        seen = False
+        for opponent, (score, games) in items:
+            seen = True
             if not (0.0 <= score <= 1.0) or games < 0:
                 raise ValueError(
                     f"win rate against {opponent!r} is ({score!r}, {games!r}); "
@@ -174,7 +177,7 @@ class SnapshotGate:
                 )
             if games < self.min_games or score <= self.beat_all_threshold:
                 return False
-        return True
+        return seen  # an empty pool gives no evidence
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -275,7 +275,7 @@ class LeagueLearner:
     def snapshot_due(self, league: League) -> bool:
         """What the gate says now, from the league's payoff against ``vs_kinds``."""
         step = self.step
-        rates = league.win_rates_vs_pool(self.player_id, kinds=tuple(self.vs_kinds))
+        rates = league.iter_win_rates_vs_pool(self.player_id, kinds=tuple(self.vs_kinds), newest_first=True)
         return self.gate.should_snapshot(step, league.last_snapshot_step(self.player_id), rates)
 
     def snapshot(self, league: League, run_dir: str | os.PathLike[str]) -> Player:
