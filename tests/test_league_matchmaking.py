@@ -10,9 +10,11 @@ from arena.league.matchmaking.pfsp import (
     linear_capped,
     pfsp_probabilities,
     score_for_pfsp,
+    scores_for_pfsp,
 )
 from arena.league.model.payoff import PayoffTable
 from arena.league.model.players import Player, Pool, snapshot_id
+from arena.league.model.snapshots import SnapshotGate
 
 
 def make_pool(n_snapshots: int = 3, n_scripted: int = 2) -> Pool:
@@ -155,3 +157,30 @@ def test_pfsp_scripted_weights_only_the_bots_by_how_often_the_learner_loses_to_t
     picks = mm.choose_many("learner", 2000)
     assert set(picks) == {"scripted:heuristic", "scripted:random"}
     assert picks.count("scripted:heuristic") / 2000 == pytest.approx(0.8, abs=0.03)
+
+
+def test_pfsp_scores_of_a_whole_pool_at_once_are_the_per_pair_scores_to_the_bit():
+    rng = np.random.default_rng(5)
+    payoff = PayoffTable(decay=0.99)
+    opponents = [f"p{i:03d}" for i in range(60)] + ["a", "learner"]  # ids on both sides of "learner"
+    for _ in range(3000):
+        payoff.record("learner", opponents[int(rng.integers(len(opponents) - 5))], int(rng.integers(-1, 2)))
+    for min_games in (0.0, 5.0, 20.0):
+        at_once = scores_for_pfsp(payoff, "learner", opponents, min_games)
+        one_by_one = [score_for_pfsp(payoff, "learner", o, min_games) for o in opponents]
+        assert at_once.tolist() == one_by_one  # exact equality: the draws of a seed stay the same
+
+
+def test_the_snapshot_gate_reads_lazy_win_rates_only_as_far_as_it_needs():
+    gate = SnapshotGate(every_steps=None, beat_all_threshold=0.7, min_games=5)
+    read = []
+
+    def rates(items):
+        for item in items:
+            read.append(item[0])
+            yield item
+
+    assert not gate.should_snapshot(10, 0, rates([("new", (0.5, 9.0)), ("old", (0.9, 30.0))]))
+    assert read == ["new"]  # stopped at the first opponent not beaten
+    assert gate.should_snapshot(10, 0, rates([("a", (0.8, 9.0)), ("b", (0.9, 30.0))]))
+    assert not gate.should_snapshot(10, 0, rates([]))  # an empty pool gives no evidence

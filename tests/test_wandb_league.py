@@ -202,16 +202,29 @@ def test_with_log_snapshots_each_new_league_snapshot_is_a_model_artifact(tmp_pat
 
 
 def test_the_rating_chart_is_thinned_evenly_keeping_each_curves_ends():
-    curves = RatingCurves({p: (list(range(10_000)), [float(k) * (i + 1) for k in range(10_000)])
+    n = RatingCurves.CURVE_CAP - 1
+    curves = RatingCurves({p: (list(range(n)), [float(k) * (i + 1) for k in range(n)])
                            for i, p in enumerate(("learner", "scripted:random", "learner:snap-000000"))})
-    curves.add(10_000, {"learner": -1.0, "learner:snap-000001": 2.0})  # a player that just joined
+    curves.add(n, {"learner": -1.0, "scripted:random": 0.0, "learner:snap-000001": 2.0})  # one just joined
+    assert "learner:snap-000000" not in curves.curves  # out of the shown set: its curve goes
     series = curves.series(max_points=300)
     assert sum(len(xs) for xs, _ in series.values()) <= 300
     learner_xs, learner_ys = series["learner"]
-    assert (learner_xs[0], learner_ys[0]) == (0, 0.0) and (learner_xs[-1], learner_ys[-1]) == (10_000, -1.0)
+    assert (learner_xs[0], learner_ys[0]) == (0, 0.0) and (learner_xs[-1], learner_ys[-1]) == (n, -1.0)
     gaps = {b - a for a, b in zip(learner_xs[:-1], learner_xs[1:], strict=True)}
     assert max(gaps) - min(gaps) <= 2  # evenly spread
-    assert series["learner:snap-000001"] == ([10_000.0], [2.0])
+    assert series["learner:snap-000001"] == ([float(n)], [2.0])
+
+
+def test_a_rating_curve_past_its_cap_is_halved_in_place_keeping_its_ends():
+    curves = RatingCurves()
+    for step in range(5 * RatingCurves.CURVE_CAP):
+        curves.add(step, {"learner": float(step)})
+    xs, ys = curves.curves["learner"]
+    assert len(xs) <= RatingCurves.CURVE_CAP + 1
+    assert (xs[0], xs[-1]) == (0.0, 5 * RatingCurves.CURVE_CAP - 1.0) and xs == ys
+    assert all(a < b for a, b in zip(xs[:-1], xs[1:], strict=True))
+    assert xs[-2] >= 5 * RatingCurves.CURVE_CAP - 1 - RatingCurves.CURVE_CAP  # the recent part stays fine
 
 
 def test_a_league_larger_than_view_players_logs_only_its_bounded_set(tmp_path, monkeypatch):

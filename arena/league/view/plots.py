@@ -161,8 +161,9 @@ class RatingCurves:
 
     Starts from the store's rating history of the players shown (so a resumed run's chart shows their
     past), then gets one point per player each time ``add`` is called (at each logged view). It holds
-    the curves of the players of the last ``add`` only (the views' bounded set), each thinned in place
-    once it passes ``CURVE_CAP`` points: memory stays flat over a run of any length. ``series`` thins
+    the curves of the players of the last ``add`` only (the views' bounded set), each halved in place
+    (every other point, so older history is coarser than recent) once it passes ``CURVE_CAP`` points:
+    memory stays flat over a run of any length. ``series`` thins
     the curves to ``max_points`` points in all (at least two per player).
     """
 
@@ -188,8 +189,13 @@ class RatingCurves:
             xs, ys = self.curves.setdefault(player_id, ([], []))
             xs.append(float(step))
             ys.append(float(value))
-            if len(xs) > self.CURVE_CAP:
-                self.curves[player_id] = thin(xs, ys, self.CURVE_CAP // 2)
+            if len(xs) > self.CURVE_CAP:  # every other point goes (older history coarser), ends kept
+                last = (xs[-1], ys[-1])
+                xs, ys = xs[::2], ys[::2]
+                if xs[-1] != last[0]:
+                    xs.append(last[0])
+                    ys.append(last[1])
+                self.curves[player_id] = (xs, ys)
 
     def series(self, max_points: int = RATING_CHART_MAX_POINTS) -> Curves:
         per_player = max(2, max_points // max(1, len(self.curves)))
