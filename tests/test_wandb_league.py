@@ -20,7 +20,7 @@ from arena.league.config import league_config
 from arena.league.model.store import LEAGUE_DB, META_DECAY, LeagueStore
 from arena.league.run.league_run import LeagueRun
 from arena.league.view.metric_names import metric_name
-from arena.league.view.plots import RatingCurves, leaderboard_rows
+from arena.league.view.plots import RECENT_SNAPSHOTS, RatingCurves, leaderboard_rows
 from arena.league.view.training_views import LEADERBOARD_COLUMNS
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.ppo import PPOTrainer
@@ -251,3 +251,7 @@ def test_a_league_larger_than_view_players_logs_only_its_bounded_set(tmp_path, m
     for row in run.history:
         keys = [k for k in row if k.startswith("league/rating/")]
         assert len(keys) <= len(shown)
+        snapshot_mix = [k for k in row if k.startswith("league/mix/") and ":snap-" in k]
+        assert len(snapshot_mix) <= RECENT_SNAPSHOTS  # the rest as league/mix/older_snapshots
+    for name in ("league/leaderboard", "league/payoff_heatmap_table"):
+        assert len(run.table(name)["data"]) <= 10_000

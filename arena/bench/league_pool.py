@@ -37,11 +37,12 @@ TRAINER_PARTS = (*TIME_PARTS, "other")
 GOAL = 0.9
 
 
-def resident_mb() -> tuple[float, float]:
-    """(current, peak) resident set size of this process in MiB (Linux /proc; NaN elsewhere)."""
+def resident_mb(pid: int | None = None) -> tuple[float, float]:
+    """(current, peak) resident set size in MiB of this process, or of process ``pid`` (Linux /proc;
+    NaN elsewhere, or once that process is gone)."""
     values = {"VmRSS": float("nan"), "VmHWM": float("nan")}
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid if pid is not None else 'self'}/status").read_text().splitlines():
             key = line.split(":")[0]
             if key in values:
                 values[key] = float(line.split()[1]) / 1024.0

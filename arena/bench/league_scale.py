@@ -219,32 +219,22 @@ LONG_RUN_ARGS = ("+league=selfplay", "trainer.total_timesteps=1000000000",
                  "league.snapshot.every_steps=100000", "logger=none", "dashboard=false")
 
 
-def _proc_memory(pid: int) -> tuple[float, float]:
-    """(VmRSS, VmHWM) of a process in MiB (NaN once it is gone)."""
-    values = {"VmRSS": float("nan"), "VmHWM": float("nan")}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key = line.split(":")[0]
-            if key in values:
-                values[key] = float(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return values["VmRSS"], values["VmHWM"]
-
-
 def long_run(run_dir: Path, minutes: float, overrides: list[str]) -> dict[str, Any]:
     """A real league run (``python -m arena.train`` with ``LONG_RUN_ARGS``: a snapshot every 100k
     samples, a day's pool in miniature), its resident memory sampled every minute; then Ctrl-C,
     its league work per minute from its metrics, and ``league show`` on its directory."""
     args = [sys.executable, "-m", "arena.train", *LONG_RUN_ARGS, *overrides, f"run_dir={run_dir}"]
     log = (run_dir.parent / f"{run_dir.name}.log").open("w")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    # Ctrl-C must reach it even when this bench runs in the background, where a shell starts it
+    # with SIGINT ignored (and a child inherits that)
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     start = time.time()
     samples = []
     try:
         while time.time() - start < minutes * 60.0 and proc.poll() is None:
             time.sleep(min(60.0, max(0.0, start + 60.0 * (len(samples) + 1) - time.time())))
-            rss, peak = _proc_memory(proc.pid)
+            rss, peak = resident_mb(proc.pid)
             snaps = len(list((run_dir / "league" / "snapshots").glob("*.pt")))
             samples.append({"minute": (time.time() - start) / 60.0, "rss_mib": rss, "peak_mib": peak,
                             "snapshot_files": snaps})
