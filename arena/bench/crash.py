@@ -99,9 +99,8 @@ def check_league(run_dir: Path, *, leftovers_allowed: bool = True) -> list[str]:
     with _connect(db) as conn:
         integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
         players = conn.execute("SELECT id, path, sha256 FROM players WHERE kind = 'snapshot'").fetchall()
-        has_retired = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'retired'").fetchone()
-        retired = {r[0] for r in conn.execute("SELECT player_id FROM retired")} if has_retired else set()
+    with LeagueStore(db, read_only=True) as store:
+        retired = store.retired()
     if integrity != "ok":
         problems.append(f"integrity_check: {integrity}")
     for player_id, path, sha in players:

@@ -25,6 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from arena.league.model.players import Player
 from arena.league.model.snapshots import snapshot_file, verify_snapshot
@@ -79,6 +80,12 @@ def published_mixture(publish: str, window: int, snapshots: Sequence[str],
     return None
 
 
+def published_record(meta: Mapping[str, str]) -> dict[str, Any] | None:
+    """The mixture a league's store says it publishes (``{"members", "weights", "step"}``), or None
+    where it publishes its newest snapshot (no mixture recorded)."""
+    return json.loads(meta[PUBLISHED_KEY]) if PUBLISHED_KEY in meta else None
+
+
 def published(run_dir: str | os.PathLike[str]) -> Published:
     """The policy the league in ``run_dir`` publishes; ``FileNotFoundError`` without a league store
     there, ``ValueError`` when it has published nothing yet (no snapshot of its main learner)."""
@@ -91,8 +98,8 @@ def published(run_dir: str | os.PathLike[str]) -> Published:
         players = {p.player_id: p for p in store.players()}
         meta = store.meta()
     learner = learner_id_of(meta)
-    if PUBLISHED_KEY in meta:
-        record = json.loads(meta[PUBLISHED_KEY])
+    record = published_record(meta)
+    if record is not None:
         ids, weights = list(record["members"]), [float(w) for w in record["weights"]]
         missing = [i for i in ids if i not in players]
         if missing:

@@ -690,13 +690,9 @@ class LeagueStore:
 
     # -- marks ---------------------------------------------------------------------------------
 
-    def _has_marks(self) -> bool:
-        """Whether the file has the marks tables (a read-only reader of an older store may not)."""
-        return self._has_table("marks")
-
     def latest_mark(self, before: int | None = None, decay: float | None = None) -> Mark | None:
         """The newest mark (of the matches before ``before``; with payoff counts of ``decay``)."""
-        if not self._has_marks():
+        if not self._has_table("marks"):  # a read-only reader of an older store
             return None
         query, args = "SELECT match_id, matches, decay, created_at FROM marks WHERE 1", []
         if before is not None:
@@ -709,7 +705,7 @@ class LeagueStore:
         return None if row is None else Mark(int(row[0]), int(row[1]), float(row[2]), float(row[3]))
 
     def marks(self) -> list[Mark]:
-        if not self._has_marks():
+        if not self._has_table("marks"):  # a read-only reader of an older store
             return []
         return [Mark(int(a), int(b), float(c), float(d)) for a, b, c, d in self._conn.execute(
             "SELECT match_id, matches, decay, created_at FROM marks ORDER BY match_id")]

@@ -181,9 +181,13 @@ class Guard:
         restore loads), or None without a gauntlet or before one."""
         if self.gauntlet is None:
             return None
-        snapshots = [p.player_id for p in self.league.pool.snapshots(parent=learner.player_id)]
-        best = best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references))
+        best = self._best_score(learner)
         return None if best is None else best.player_id
+
+    def _best_score(self, learner: LeagueLearner) -> GuardScore | None:
+        assert self.gauntlet is not None
+        snapshots = [p.player_id for p in self.league.pool.snapshots(parent=learner.player_id)]
+        return best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references))
 
     def judge(self, learner: LeagueLearner) -> tuple[list[GauntletRecord], Policy | None]:
         """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall
@@ -194,8 +198,7 @@ class Guard:
         learner's (None: the learner's)."""
         assert self.gauntlet is not None
         pool = self.league.pool
-        snapshots = [p.player_id for p in pool.snapshots(parent=learner.player_id)]
-        best = best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references))
+        best = self._best_score(learner)
         candidate_id = snapshot_id(learner.player_id, pool.count_snapshots(learner.player_id))
         path = self.run_dir / CANDIDATE_FILE
         with self.timer.measure("gauntlet"):

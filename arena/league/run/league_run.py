@@ -39,7 +39,6 @@ and step as of the last league round) and ``on_update`` runs the round
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -57,7 +56,7 @@ from arena.league.model.exploitability import METRIC as EXPLOITABILITY_METRIC
 from arena.league.model.exploitability import best_responses, league_exploitability
 from arena.league.model.league import League
 from arena.league.model.players import Player
-from arena.league.model.published import PUBLISHED_KEY
+from arena.league.model.published import published_record
 from arena.league.model.ratings import TwoTeamRatings
 from arena.league.model.snapshots import SnapshotGate, verify_snapshots
 from arena.league.run.exploiter_trainers import Exploiters
@@ -67,7 +66,7 @@ from arena.league.run.learner import LeagueLearner, LeagueMatchmaker, LeagueTrai
 from arena.league.run.retention import cap_files, finish_retirement, retire_snapshots
 from arena.league.run.schedule import SnapshotSchedule
 from arena.league.timing import LeagueTimer
-from arena.league.view.plots import RECENT_SNAPSHOTS
+from arena.league.view.plots import recent_snapshots
 from arena.league.view.training_views import LeagueViews
 from arena.player_specs import SB3_PREFIX, scripted_id
 from arena.trainer.events import UpdateFinished
@@ -275,9 +274,9 @@ class LeagueRun:
         keep: set[str] = set().union(*self._assigned_at_checkpoints)
         for learner in self.learners:
             keep |= learner.matchmaker.assigned()
-        meta = self.league.store.meta()
-        if PUBLISHED_KEY in meta:
-            keep.update(json.loads(meta[PUBLISHED_KEY])["members"])
+        record = published_record(self.league.store.meta())
+        if record is not None:
+            keep.update(record["members"])
         if self.meta_game is not None:
             keep.update(self.meta_game.players)
         if self.main is not None:
@@ -359,7 +358,7 @@ class LeagueRun:
         snapshot, and the main learner's newest snapshots; the other snapshots together as
         ``league/mix/older_snapshots``."""
         assert self.main is not None
-        recent = {p.player_id for p in self.league.pool.snapshots(parent=self.learner_id)[-RECENT_SNAPSHOTS:]}
+        recent = set(recent_snapshots(self.league.pool, self.learner_id))
         out: dict[str, float] = {}
         for player_id, share in self.main.matchmaker.mix().items():
             player = self.league.pool.get(player_id) if player_id in self.league.pool else None

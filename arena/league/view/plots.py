@@ -89,6 +89,13 @@ def leaderboard_rows(state: LeagueState) -> list[LeaderboardRow]:
     return rows
 
 
+def recent_snapshots(players: Iterable[Player], learner_id: str) -> list[str]:
+    """The ``RECENT_SNAPSHOTS`` newest snapshots of ``learner_id`` (``players`` in joining order):
+    always in a bounded view, and the opponent mix's own keys."""
+    mine = [p.player_id for p in players if p.kind == "snapshot" and p.parent == learner_id]
+    return mine[-RECENT_SNAPSHOTS:]
+
+
 def shown_players(order: Sequence[str], players: Sequence[Player], learner_id: str, limit: int) -> list[str]:
     """The players a bounded view shows, in ``order`` (the leaderboard's, best first): every player
     that is not a snapshot (learners, exploiters, scripted references), the ``RECENT_SNAPSHOTS``
@@ -100,8 +107,7 @@ def shown_players(order: Sequence[str], players: Sequence[Player], learner_id: s
     if len(order) <= limit:
         return list(order)
     keep = {p.player_id for p in players if p.kind != "snapshot"}
-    mine = [p.player_id for p in players if p.kind == "snapshot" and p.parent == learner_id]
-    keep.update(mine[-RECENT_SNAPSHOTS:])
+    keep.update(recent_snapshots(players, learner_id))
     for player_id in order:
         if len(keep) >= limit:
             break
