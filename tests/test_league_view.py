@@ -5,9 +5,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from arena.league.config import league_config
 from arena.league.model.league import League
 from arena.league.model.players import Player, snapshot_id
+from arena.league.timing import LeagueTimer
 from arena.league.view.plots import PAYOFF_PNG, RATING_CURVES_PNG, player_records
+from arena.league.view.training_views import PAYOFF_IMAGE, LeagueViews
+from arena.trainer.telemetry.loggers import NoneLogger
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -106,3 +112,40 @@ def test_show_draws_the_leagues_bounded_set_and_every_player_with_all(tmp_path):
     result = run_show(str(run_dir), "--all", "--out", str(tmp_path / "c"))
     assert result.returncode == 0, result.stderr
     assert snapshot_id("learner", 0) in result.stdout and snapshot_id("learner", 39) in result.stdout
+
+
+class CountingLogger(NoneLogger):
+    """Counts the heatmap charts and payoff PNGs a league run's views log."""
+
+    def __init__(self) -> None:
+        self.charts: list[int] = []
+        self.images: list[int] = []
+
+    def log_heatmap(self, name, rows, columns, values, step, **kwargs) -> None:
+        self.charts.append(step)
+
+    def log_image(self, name, image, step) -> None:
+        assert Path(image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        self.images.append(step)
+
+
+def test_training_views_draw_the_payoff_png_once_per_image_interval_and_when_forced(tmp_path):
+    fill_run(tmp_path)
+    config = league_config({"log_interval": 2, "image_interval": 6})
+    league = League.open(tmp_path)
+    views = LeagueViews(league, tmp_path, config, "learner", LeagueTimer())
+    log = CountingLogger()
+    try:
+        for updates in range(1, 15):  # views at updates 2, 4, ..., 14
+            views.log(log, updates, updates)
+        views.log(log, 15, 15, force=True)  # the run's last views
+    finally:
+        league.close()
+    assert log.charts == [2, 4, 6, 8, 10, 12, 14, 15]  # the chart's data at every view
+    assert log.images == [2, 8, 14, 15]  # the PNG at the first view, every 6 updates after, and forced
+    assert (tmp_path / PAYOFF_IMAGE).is_file()
+
+
+def test_league_image_interval_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match=r"league.image_interval=0 must be an integer >= 1"):
+        league_config({"image_interval": 0})

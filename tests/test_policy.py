@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import arena
-from arena.agents.policy import Policy, load_policy
+from arena.agents.policy import Policy, load_policy, policy_from_payload
 from arena.games import spec
 from arena.trainer.checkpoint import save_policy_snapshot
 
@@ -186,3 +186,15 @@ def test_a_shot_down_fighters_zeroed_row_still_samples_an_action_the_game_accept
         _, _, _, _, infos = env.step(actions.numpy().astype(np.int32))  # the core checks the ranges
         start = torch.from_numpy(infos["done"].repeat(env.num_agents // env.num_envs)).float()
     assert dead_rows > 100 and refused_fires > 1000, (dead_rows, refused_fires)
+
+
+def test_a_policy_loaded_from_a_payload_draws_nothing_from_torchs_generator():
+    policy = Policy(obs_dim=12, action_nvec=[3, 2], hidden_size=16, lstm_size=8, team_critic=True)
+    payload = {"policy_spec": policy.spec, "policy": policy.state_dict()}
+    torch.manual_seed(5)
+    expected = torch.rand(4)
+    torch.manual_seed(5)
+    loaded = policy_from_payload(payload)
+    assert torch.equal(torch.rand(4), expected)  # no initial weights were drawn, only to be overwritten
+    for (name, a), (_, b) in zip(policy.state_dict().items(), loaded.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name

@@ -180,6 +180,9 @@ class LeagueConfig:
     ratings: RatingsConfig = field(default_factory=RatingsConfig)
     cache_size: int = 32  # frozen players kept loaded per learner (LRU; assigned ones always stay)
     log_interval: int = 20  # updates between leaderboard / payoff heatmap / per-player ratings
+    # updates between two drawings of the payoff heatmap as a PNG (RUN_DIR/league/payoff.png and the
+    # logger's league/payoff image), at a view: drawing takes ~1 s, the chart's data is logged at every view
+    image_interval: int = 100
     # players the views show (the logged leaderboard, payoff heatmap and per-player ratings, and
     # ``arena.league show`` without --all): every player that is not a snapshot, the main learner's
     # newest snapshots, then the best rated (arena.league.view.plots.shown_players); the store keeps all
@@ -213,7 +216,7 @@ class LeagueConfig:
         _check_snapshot(self.snapshot, "league.snapshot")
         if not (isinstance(self.decay, int | float) and 0.0 < self.decay <= 1.0):
             raise ValueError(f"league.decay={self.decay!r} must be in (0, 1]")
-        for name in ("cache_size", "log_interval", "view_players"):
+        for name in ("cache_size", "log_interval", "image_interval", "view_players"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"league.{name}={value!r} must be an integer >= 1")

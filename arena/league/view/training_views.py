@@ -43,6 +43,7 @@ class LeagueViews:
         self.league, self.run_dir, self.config = league, Path(run_dir), config
         self.learner_id, self.timer = learner_id, timer
         self._logged_at = -1  # the update count of the last views drawn
+        self._image_at: int | None = None  # the update count of the last payoff PNG drawn
         self._rating_curves: RatingCurves | None = None  # read from the store at the first view
 
     def due(self, updates: int) -> bool:
@@ -80,7 +81,8 @@ class LeagueViews:
         """New gauntlet ``replays`` are drawn as GIFs beside their files and go to ``log.log_video`` as
         ``replay/<reference>``; new ``snapshots`` go to ``log.log_snapshot`` (kept only where the logger
         is told to). Then, when due after ``updates`` updates, or with ``force``: the leaderboard table,
-        the payoff matrix as a heatmap chart and a PNG, and the rating chart."""
+        the payoff matrix as a heatmap chart, and the rating chart; the payoff matrix as a PNG too at the
+        first view, with ``force``, and once ``league.image_interval`` updates have passed since the last."""
         self._log_replays(log, step, replays)
         for player in snapshots:
             log.log_snapshot(player.player_id, snapshot_file(self.run_dir, player), int(player.step or 0),
@@ -95,10 +97,12 @@ class LeagueViews:
             order = [r[1] for r in rows]
             log.log_heatmap(PAYOFF_KEY, order, order, self.league.payoff.matrix(order), step,
                             title="Payoff: row player's score against the column player", value_name="score")
-            path = self.run_dir / PAYOFF_IMAGE
-            path.parent.mkdir(parents=True, exist_ok=True)
-            image = plot_payoff_heatmap(self.league.payoff, order, path)
-            log.log_image(PAYOFF_IMAGE_KEY, image, step)
+            if force or self._image_at is None or updates - self._image_at >= self.config.image_interval:
+                self._image_at = updates
+                path = self.run_dir / PAYOFF_IMAGE
+                path.parent.mkdir(parents=True, exist_ok=True)
+                image = plot_payoff_heatmap(self.league.payoff, order, path)
+                log.log_image(PAYOFF_IMAGE_KEY, image, step)
             if self._rating_curves is None:  # the shown players' curves so far, thinned, read by index
                 self._rating_curves = RatingCurves.from_store(self.league.store, order)
             self._rating_curves.add(step, {r[1]: r[5] for r in rows})
