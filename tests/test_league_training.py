@@ -159,6 +159,26 @@ def test_main_exploiters_can_start_from_the_learners_weights_and_go_on_after_a_s
     assert "league.main_exploiter.init='copy' must be one of ['fresh', 'learner']" in capsys.readouterr().err
 
 
+def test_the_main_learner_can_play_a_continuing_main_exploiters_live_weights(tmp_path, capsys):
+    common = [*FAST, "+league=robust", "trainer.total_timesteps=3000", "league.snapshot.every_steps=1000",
+              "league.main_exploiter.num_envs=8", "league.matchmaking.mix.mirror=0.25",
+              "league.matchmaking.mix.learners=0.5", "league.matchmaking.mix.pfsp=0.25",
+              "league.matchmaking.mix.scripted=0.0"]
+    run_dir = tmp_path / "run"
+    assert main([*common, f"run_dir={run_dir}", "league.main_exploiter.reset_prob=0.0"]) == 0
+    with _store(run_dir) as store:
+        matches = store.matches()
+    against = [m.team_b[0] for m in matches if m.team_a == ("learner",)]
+    # about half of the learner's matches go to the exploiter as it trains, none to an older copy
+    assert 0.3 < against.count("main_exploiter-0") / len(against) < 0.7
+    assert not any(p.startswith("main_exploiter-") and p != "main_exploiter-0" for p in against)
+    # a restarting exploiter's old generations have no live weights: refused at start-up, by name
+    assert main([*common, f"run_dir={tmp_path / 'bad'}", "league.main_exploiter.reset_prob=1.0"]) == 2
+    err = capsys.readouterr().err
+    assert "league.matchmaking.mix.learners=0.5" in err
+    assert "league.main_exploiter.reset_prob=0, not 1.0" in err
+
+
 def test_a_league_run_rejects_stages_that_set_opponents(tmp_path, capsys):
     argv = [*FAST, "+league=selfplay", f"run_dir={tmp_path / 'r'}",
             "+stages=[{steps: 100, opponents: {players: [mirror], weights: [1]}}]"]

@@ -303,6 +303,15 @@ class LeagueConfig:
             _check_matchmaking(e.matchmaking, "league.league_exploiter.matchmaking")
             _check_snapshot(e.snapshot, "league.league_exploiter.snapshot")
             _check_unit(e.reset_prob, "league.league_exploiter.reset_prob")
+        if self.matchmaking.mix.learners > 0:
+            for kind in ("main_exploiter", "league_exploiter"):
+                exploiter = getattr(self, kind)
+                if exploiter is not None and exploiter.reset_prob > 0:
+                    raise ValueError(
+                        f"league.matchmaking.mix.learners={self.matchmaking.mix.learners} (the learner plays "
+                        f"the exploiters' live weights) needs league.{kind}.reset_prob=0, not "
+                        f"{exploiter.reset_prob}: a restarted exploiter's old generation has no live weights "
+                        "to play")
         return self
 
     @property

@@ -86,9 +86,6 @@ class LeagueRun:
         it resumes from was written (0 for a new learner); the matches it played after that are
         rolled back, as are those of the exploiters after their own checkpoints (see ``rollback``)."""
         self.config = config.validate(game)
-        if (config.main_exploiter or config.league_exploiter) and config.matchmaking.mix.learners:
-            raise ValueError("league.matchmaking.mix 'learners' is not supported with exploiters: a reset "
-                             "exploiter's old generation has no live weights to play")
         self.run_dir, self.game, self.team_sizes = Path(run_dir), game, tuple(team_sizes)
         self.seed = config.seed if config.seed is not None else seed
         self.learner_id = config.learner_id
