@@ -17,6 +17,7 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
+from arena.bench.pruning import time_to_reach
 from arena.config import config_dir
 from arena.sweep.plan import distribution, plan
 from arena.sweep.study import INTERRUPTED_KEY, _pruner, _Reporter, objective, storage_of
@@ -324,3 +325,11 @@ def test_bad_sweep_settings_are_refused_before_any_trial(tmp_path, monkeypatch, 
     assert main(["-m", "+sweep=rpsw", override]) == 2
     assert message in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_pruning_bench_times_when_a_study_first_matches_a_best_value():
+    curve = [(4.0, None), (9.5, 0.12), (20.0, 0.12), (31.0, 0.18), (40.0, 0.2)]
+    assert time_to_reach(curve, 0.18) == 31.0  # the first completion at or above it
+    assert time_to_reach(curve, 0.1) == 9.5
+    assert time_to_reach(curve, 0.21) is None  # never matched
+    assert time_to_reach([], 0.0) is None
