@@ -26,12 +26,12 @@ from arena.bench.record import write_record
 from arena.figures import pyplot, save_figure
 
 
-def run_study(name: str, pruner: str, trials: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
+def run_study(name: str, pruner: str, n_trials: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     """Runs one study through the CLI; its wall time, trials by state and best value so far over time."""
     import optuna
 
     folder = root / name
-    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", f"sweep.n_trials={trials}",
+    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", f"sweep.n_trials={n_trials}",
                f"sweep.name={name}", f"hydra.sweep.dir={folder}", f"sweep.pruner={pruner}",
                f"sweep.sampler.seed={args.seed}", *args.overrides]
     print(f"{name}: {' '.join(command[1:])}", flush=True)
@@ -42,14 +42,13 @@ def run_study(name: str, pruner: str, trials: int, args: argparse.Namespace, roo
     if done.returncode != 0:
         raise RuntimeError(f"{name}: the study exited {done.returncode}; see {root / f'{name}.log'}")
     study = optuna.load_study(study_name=name, storage=f"sqlite:///{folder / 'study.db'}")
-    done_trials = study.get_trials(deepcopy=False)
+    trials = study.get_trials(deepcopy=False)
     states: dict[str, int] = {}
-    for t in done_trials:
+    for t in trials:
         states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1
-    first = min(t.datetime_start for t in done_trials if t.datetime_start is not None)
+    first = min(t.datetime_start for t in trials if t.datetime_start is not None)
     curve, best = [], None
-    ended = sorted((t for t in done_trials if t.datetime_complete is not None),
-                   key=lambda t: t.datetime_complete)
+    ended = sorted((t for t in trials if t.datetime_complete is not None), key=lambda t: t.datetime_complete)
     for t in ended:
         if t.state == optuna.trial.TrialState.COMPLETE and (best is None or t.value > best):
             best = float(t.value)

@@ -15,7 +15,7 @@ from typing import Any
 
 from arena.agents.scripted import SCRIPTED_BOTS
 from arena.league.matchmaking.pfsp import SOURCES, WEIGHTINGS
-from arena.league.model.players import PLAYER_KINDS
+from arena.league.model.players import EXPLOITER_KINDS, PLAYER_KINDS
 from arena.league.model.published import PUBLISH_MODES
 from arena.player_specs import SB3_PREFIX, SCRIPTED_PREFIX
 from arena.replay.file import REPLAY_GAMES
@@ -304,7 +304,7 @@ class LeagueConfig:
             _check_snapshot(e.snapshot, "league.league_exploiter.snapshot")
             _check_unit(e.reset_prob, "league.league_exploiter.reset_prob")
         if self.matchmaking.mix.learners > 0:
-            for kind in ("main_exploiter", "league_exploiter"):
+            for kind in EXPLOITER_KINDS:
                 exploiter = getattr(self, kind)
                 if exploiter is not None and exploiter.reset_prob > 0:
                     raise ValueError(
