@@ -46,7 +46,7 @@ def test_the_bare_command_uses_the_from_scratch_recipe_and_rpsw_keeps_the_outcom
     assert compose_run_config(["agent.action_prior=null"]).agent.action_prior is None
 
 
-def test_2v2_trains_with_the_teams_trainer_unless_the_command_line_names_one():
+def test_team_games_train_with_the_teams_trainers_unless_the_command_line_names_one():
     default = compose_run_config([]).trainer
     teams = compose_run_config(["env=midrange_2v2", "+league=selfplay"]).trainer
     assert teams.ent_coef == 2 * default.ent_coef and teams.total_timesteps == 130_000_000
@@ -55,7 +55,11 @@ def test_2v2_trains_with_the_teams_trainer_unless_the_command_line_names_one():
     )
     assert compose_run_config(["env=midrange_2v2", "trainer=quick"]).trainer.total_timesteps == 20_000
     assert compose_run_config(["env=midrange_2v2", "trainer.ent_coef=0.05"]).trainer.ent_coef == 0.05
-    assert compose_run_config(["env=midrange_4v4"]).trainer.ent_coef == default.ent_coef
+    four = compose_run_config(["env=midrange_4v4", "+league=selfplay"]).trainer
+    assert four.ent_coef == teams.ent_coef and four.total_timesteps == teams.total_timesteps
+    assert four.num_envs == 256 and teams.num_envs == default.num_envs == 1024
+    assert compose_run_config(["env=midrange_4v4", "trainer=quick"]).trainer.num_envs == 64
+    assert compose_run_config(["env=midrange_4v4", "trainer.num_envs=512"]).trainer.num_envs == 512
 
 
 @pytest.mark.parametrize(
