@@ -58,6 +58,8 @@ def test_team_games_train_with_the_teams_trainers_unless_the_command_line_names_
     four = compose_run_config(["env=midrange_4v4", "+league=selfplay"]).trainer
     assert four.ent_coef == teams.ent_coef and four.total_timesteps == teams.total_timesteps
     assert four.num_envs == 256 and teams.num_envs == default.num_envs == 1024
+    assert four.kickstart_teacher == "scripted:heuristic" and four.kickstart_steps == 30_000_000
+    assert teams.kickstart_teacher is None and default.kickstart_teacher is None
     assert compose_run_config(["env=midrange_4v4", "trainer=quick"]).trainer.num_envs == 64
     assert compose_run_config(["env=midrange_4v4", "trainer.num_envs=512"]).trainer.num_envs == 512
 
