@@ -17,7 +17,11 @@ import pytest
 from arena.bench.ddp import max_difference, run
 from arena.trainer.distributed import Shard
 
-TOLERANCE = 1e-5
+# Float rounding differs between one process and two ranks (the all-reduce sums in another order), and
+# Adam divides by the gradient's running RMS, which magnifies it where a gradient is near zero: 1.3e-5
+# after these 24 steps on an AMD EPYC VM (under 1e-5 on Intel). A rank that skipped the all-reduce
+# moves its parameters by ~1e-3 (the learning check below), far above this.
+TOLERANCE = 5e-5
 
 
 def spec(tmp_path: Path, updates: int = 3, **trainer: object) -> dict:
