@@ -56,7 +56,7 @@ def test_team_games_train_with_the_teams_trainers_unless_the_command_line_names_
     assert compose_run_config(["env=midrange_2v2", "trainer=quick"]).trainer.total_timesteps == 20_000
     assert compose_run_config(["env=midrange_2v2", "trainer.ent_coef=0.05"]).trainer.ent_coef == 0.05
     four = compose_run_config(["env=midrange_4v4", "+league=selfplay"]).trainer
-    assert four.ent_coef == teams.ent_coef and four.total_timesteps == teams.total_timesteps
+    assert four.ent_coef == default.ent_coef / 2 and four.total_timesteps == teams.total_timesteps
     assert four.num_envs == 256 and teams.num_envs == default.num_envs == 1024
     assert four.kickstart_teacher == "scripted:heuristic" and four.kickstart_steps == 30_000_000
     assert teams.kickstart_teacher is None and default.kickstart_teacher is None
