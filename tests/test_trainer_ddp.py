@@ -20,7 +20,8 @@ from arena.trainer.distributed import Shard
 # Float rounding differs between one process and two ranks (the all-reduce sums in another order), and
 # Adam divides by the gradient's running RMS, which magnifies it where a gradient is near zero: 1.3e-5
 # after these 24 steps on an AMD EPYC VM (under 1e-5 on Intel). Without the all-reduce (the trainer's
-# DDP wrapper removed) every test of this file fails, 5e-3 to 1.6e-2 apart: over 100x this.
+# DDP wrapper removed) each of the five tests here that compares parameters fails, 5e-3 to 1.6e-2
+# apart: over 100x this.
 TOLERANCE = 5e-5
 
 
