@@ -49,17 +49,19 @@ def test_the_bare_command_uses_the_from_scratch_recipe_and_rpsw_keeps_the_outcom
 def test_team_games_train_with_the_teams_trainers_unless_the_command_line_names_one():
     default = compose_run_config([]).trainer
     teams = compose_run_config(["env=midrange_2v2", "+league=selfplay"]).trainer
-    assert teams.ent_coef == 2 * default.ent_coef and teams.total_timesteps == 130_000_000
+    assert teams.ent_coef == default.ent_coef / 2 and teams.total_timesteps == 130_000_000
+    assert teams.kickstart_teacher == "scripted:heuristic" and teams.kickstart_steps == 30_000_000
     assert (teams.learning_rate, teams.gamma, teams.minibatch_size) == (
         default.learning_rate, default.gamma, default.minibatch_size
     )
     assert compose_run_config(["env=midrange_2v2", "trainer=quick"]).trainer.total_timesteps == 20_000
     assert compose_run_config(["env=midrange_2v2", "trainer.ent_coef=0.05"]).trainer.ent_coef == 0.05
     four = compose_run_config(["env=midrange_4v4", "+league=selfplay"]).trainer
-    assert four.ent_coef == default.ent_coef / 2 and four.total_timesteps == teams.total_timesteps
+    assert (four.ent_coef, four.total_timesteps, four.kickstart_teacher, four.kickstart_steps) == (
+        teams.ent_coef, teams.total_timesteps, teams.kickstart_teacher, teams.kickstart_steps
+    )
     assert four.num_envs == 256 and teams.num_envs == default.num_envs == 1024
-    assert four.kickstart_teacher == "scripted:heuristic" and four.kickstart_steps == 30_000_000
-    assert teams.kickstart_teacher is None and default.kickstart_teacher is None
+    assert default.kickstart_teacher is None
     assert compose_run_config(["env=midrange_4v4", "trainer=quick"]).trainer.num_envs == 64
     assert compose_run_config(["env=midrange_4v4", "trainer.num_envs=512"]).trainer.num_envs == 512
 
