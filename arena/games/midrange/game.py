@@ -25,6 +25,7 @@ from arena.games.midrange.params import MIDRANGE_PARAMS, check_midrange_consiste
 from arena.games.midrange.reference import MidrangeReference
 from arena.games.midrange.rewards import TERMS
 from arena.games.midrange.shots import ShotRecorder
+from arena.games.midrange.strangers import STRANGERS, stranger
 from arena.games.spec import GameSpec
 
 EVENTS = ("fired", "hits", "kills", "was_hit", "died", "left_arena", "missed", "evaded")
@@ -100,6 +101,8 @@ def _pilot(kind: str):  # noqa: ANN202 - a BotFactory
             return pilots.VariedPilot(team_sizes=team_sizes, tracked_missiles=tracked, seed=seed)
         if kind == "evader":
             return pilots.EvaderPilot(team_sizes=team_sizes, tracked_missiles=tracked)
+        if kind in STRANGERS:
+            return stranger(kind, team_sizes=team_sizes, tracked_missiles=tracked)
         if kind.startswith("heuristic_"):
             return pilots.ladder_pilot(kind, team_sizes=team_sizes, tracked_missiles=tracked)
         return pilots.HeuristicPilot(team_sizes=team_sizes, tracked_missiles=tracked)
@@ -118,9 +121,10 @@ SPEC = GameSpec(
     core_params=core_params,
     events=EVENTS,
     end_reasons=(EndReason.ELIMINATION, EndReason.MUTUAL, EndReason.NO_MISSILES, EndReason.TIME_LIMIT),
-    # the heuristic_<N>km ladder is opt-in (league.scripted), see the README
+    # the heuristic_<N>km ladder is opt-in (league.scripted), see the README; the strangers are held out
     bots={name: _pilot(name) for name in
-          ("random", "heuristic", "evader", "varied", "heuristic_6km", "heuristic_10km", "heuristic_14km")},
+          ("random", "heuristic", "evader", "varied", "heuristic_6km", "heuristic_10km", "heuristic_14km",
+           *STRANGERS)},
     reference_bots=("random", "heuristic", "evader"),
     obs_bounds=obs_bounds,
     noop=lambda values: NOOP,

@@ -1,0 +1,119 @@
+"""Held-out midrange pilots: styles the game's own bots do not fly, for judging what a league
+publishes against opponents it never trained against.
+
+No league meets them unless its ``league.scripted`` names them, and none does by default (nor the
+gauntlet): they stand in for "pilots written outside the project". Each breaks one habit every
+other bot shares (the heuristic, the evader, ``varied`` and the ladder all keep their nose on the
+enemy after a launch, keep one missile in flight at a time, and defend by cranking, then
+dragging):
+
+- ``sniper``: shoot and scoot. Fires from far out (20 km plus 8 km per km/s of closing), turns
+  its tail to the enemy as soon as its missile is away and flies off until the missile is spent,
+  then comes back; defends every threat with less than 60 s to go by dragging at once.
+- ``salvo``: empties its rack from 24 km, one missile every cooldown without waiting for the last
+  to miss (every other bot keeps one missile in flight at a time), and defends by dragging at once.
+- ``rusher``: never defends. Flies straight at the enemy at full throttle and fires only inside
+  6 km, where a missile is hard to outrun.
+
+numpy only (``act_torch`` falls back to ``act``). They read only the observation, like every pilot.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arena.games.midrange.bots import (
+    _F,
+    FULL_THROTTLE,
+    HeuristicPilot,
+    HeuristicTuning,
+    angle_of,
+    wrap,
+)
+
+#: The held-out pilots' names (``scripted:<name>``).
+STRANGERS = ("sniper", "salvo", "rusher")
+
+
+class _Stranger(HeuristicPilot):
+    """Shared parts: the target and its bearing, as the heuristic picks them."""
+
+    def _target(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the assigned enemy's features [n, 9], whether there is one [n], its bearing [n] rad)."""
+        enemies = self.layout.enemies(obs)
+        target = self.layout.assigned_enemy(obs)
+        enemy = enemies[np.arange(len(obs)), np.maximum(target, 0)]
+        has_target = target >= 0
+        bearing = angle_of(enemy[:, _F["bearing_sin"]], enemy[:, _F["bearing_cos"]])
+        return enemy, has_target, np.where(has_target, bearing, 0.0)
+
+    def _actions(self, obs: np.ndarray, heading: np.ndarray, fire: np.ndarray) -> np.ndarray:
+        me = self.layout.self_features(obs)
+        actions = np.empty((len(obs), 3), dtype=np.int32)
+        actions[:, 0] = self._rudder(self._bend_from_boundary(me, heading))
+        actions[:, 1] = FULL_THROTTLE
+        actions[:, 2] = fire
+        return actions
+
+
+class SniperPilot(_Stranger):
+    """Shoot and scoot: a long shot, then the tail to the enemy while the missile flies."""
+
+    name = "sniper"
+
+    def __init__(self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> None:
+        super().__init__(team_sizes, tracked_missiles, HeuristicTuning(
+            fire_range_km=20.0, fire_range_per_closing_km=8.0, defend_time_s=60.0, defend_range_km=8.0,
+            drag_time_s=1e9))  # drag at once, never crank
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        enemy, has_target, bearing = self._target(obs)
+        threatened, drag = self._defence(obs)
+        scoot = self._missile_in_flight(obs)
+        heading = np.where(threatened, drag, np.where(scoot, wrap(bearing + np.pi), bearing))
+        return self._actions(obs, heading, self._fire(obs, enemy, has_target, bearing))
+
+
+class RusherPilot(_Stranger):
+    """Straight at the enemy, no defence, close shots only."""
+
+    name = "rusher"
+
+    def __init__(self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> None:
+        super().__init__(team_sizes, tracked_missiles, HeuristicTuning(
+            fire_range_km=6.0, fire_range_per_closing_km=0.0, fire_cone_deg=30.0))
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        enemy, has_target, bearing = self._target(obs)
+        return self._actions(obs, bearing, self._fire(obs, enemy, has_target, bearing))
+
+
+class SalvoPilot(_Stranger):
+    """Empties its rack from far out, one missile every cooldown, then defends by dragging at once."""
+
+    name = "salvo"
+
+    def __init__(self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> None:
+        super().__init__(team_sizes, tracked_missiles, HeuristicTuning(
+            fire_range_km=24.0, fire_range_per_closing_km=0.0, drag_time_s=1e9))
+
+    def _missile_in_flight(self, obs: np.ndarray) -> np.ndarray:
+        """Never waits for its last missile: the salvo's discipline is the cooldown alone."""
+        return np.zeros(len(obs), dtype=bool)
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        enemy, has_target, bearing = self._target(obs)
+        threatened, drag = self._defence(obs)
+        heading = np.where(threatened, drag, bearing)
+        return self._actions(obs, heading, self._fire(obs, enemy, has_target, bearing))
+
+
+def stranger(name: str, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> _Stranger:
+    """The held-out pilot ``name`` (one of ``STRANGERS``)."""
+    classes = {cls.name: cls for cls in (SniperPilot, SalvoPilot, RusherPilot)}
+    if name not in classes:
+        raise ValueError(f"no held-out pilot {name!r}; allowed: {', '.join(STRANGERS)}")
+    return classes[name](team_sizes, tracked_missiles)
+
+
+__all__ = ["STRANGERS", "RusherPilot", "SalvoPilot", "SniperPilot", "stranger"]
