@@ -36,76 +36,69 @@ STRANGERS = ("sniper", "salvo", "rusher")
 
 
 class _Stranger(HeuristicPilot):
-    """Shared parts: the target and its bearing, as the heuristic picks them."""
+    """Shared parts: the heuristic's target choice, rudder, boundary and fire rules with the pilot's
+    own numbers (``TUNING``), full throttle; each pilot says where to point (``_heading``)."""
 
-    def _target(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(the assigned enemy's features [n, 9], whether there is one [n], its bearing [n] rad)."""
+    TUNING = HeuristicTuning()
+
+    def __init__(self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> None:
+        super().__init__(team_sizes, tracked_missiles, self.TUNING)
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
         enemies = self.layout.enemies(obs)
         target = self.layout.assigned_enemy(obs)
         enemy = enemies[np.arange(len(obs)), np.maximum(target, 0)]
         has_target = target >= 0
         bearing = angle_of(enemy[:, _F["bearing_sin"]], enemy[:, _F["bearing_cos"]])
-        return enemy, has_target, np.where(has_target, bearing, 0.0)
-
-    def _actions(self, obs: np.ndarray, heading: np.ndarray, fire: np.ndarray) -> np.ndarray:
+        bearing = np.where(has_target, bearing, 0.0)
         me = self.layout.self_features(obs)
         actions = np.empty((len(obs), 3), dtype=np.int32)
-        actions[:, 0] = self._rudder(self._bend_from_boundary(me, heading))
+        actions[:, 0] = self._rudder(self._bend_from_boundary(me, self._heading(obs, bearing)))
         actions[:, 1] = FULL_THROTTLE
-        actions[:, 2] = fire
+        actions[:, 2] = self._fire(obs, enemy, has_target, bearing)
         return actions
+
+    def _heading(self, obs: np.ndarray, bearing: np.ndarray) -> np.ndarray:
+        """Where to point (relative to the nose, rad), given the target's bearing."""
+        raise NotImplementedError
 
 
 class SniperPilot(_Stranger):
     """Shoot and scoot: a long shot, then the tail to the enemy while the missile flies."""
 
     name = "sniper"
+    TUNING = HeuristicTuning(fire_range_km=20.0, fire_range_per_closing_km=8.0, defend_time_s=60.0,
+                             defend_range_km=8.0, drag_time_s=1e9)  # drag at once, never crank
 
-    def __init__(self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> None:
-        super().__init__(team_sizes, tracked_missiles, HeuristicTuning(
-            fire_range_km=20.0, fire_range_per_closing_km=8.0, defend_time_s=60.0, defend_range_km=8.0,
-            drag_time_s=1e9))  # drag at once, never crank
-
-    def _act(self, obs: np.ndarray) -> np.ndarray:
-        enemy, has_target, bearing = self._target(obs)
+    def _heading(self, obs: np.ndarray, bearing: np.ndarray) -> np.ndarray:
         threatened, drag = self._defence(obs)
         scoot = self._missile_in_flight(obs)
-        heading = np.where(threatened, drag, np.where(scoot, wrap(bearing + np.pi), bearing))
-        return self._actions(obs, heading, self._fire(obs, enemy, has_target, bearing))
+        return np.where(threatened, drag, np.where(scoot, wrap(bearing + np.pi), bearing))
+
+
+class SalvoPilot(_Stranger):
+    """Empties its rack from far out, one missile every cooldown, and defends by dragging at once."""
+
+    name = "salvo"
+    TUNING = HeuristicTuning(fire_range_km=24.0, fire_range_per_closing_km=0.0, drag_time_s=1e9)
+
+    def _missile_in_flight(self, obs: np.ndarray) -> np.ndarray:
+        """Never waits for its last missile: the salvo's discipline is the cooldown alone."""
+        return np.zeros(len(obs), dtype=bool)
+
+    def _heading(self, obs: np.ndarray, bearing: np.ndarray) -> np.ndarray:
+        threatened, drag = self._defence(obs)
+        return np.where(threatened, drag, bearing)
 
 
 class RusherPilot(_Stranger):
     """Straight at the enemy, no defence, close shots only."""
 
     name = "rusher"
+    TUNING = HeuristicTuning(fire_range_km=6.0, fire_range_per_closing_km=0.0, fire_cone_deg=30.0)
 
-    def __init__(self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> None:
-        super().__init__(team_sizes, tracked_missiles, HeuristicTuning(
-            fire_range_km=6.0, fire_range_per_closing_km=0.0, fire_cone_deg=30.0))
-
-    def _act(self, obs: np.ndarray) -> np.ndarray:
-        enemy, has_target, bearing = self._target(obs)
-        return self._actions(obs, bearing, self._fire(obs, enemy, has_target, bearing))
-
-
-class SalvoPilot(_Stranger):
-    """Empties its rack from far out, one missile every cooldown, then defends by dragging at once."""
-
-    name = "salvo"
-
-    def __init__(self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> None:
-        super().__init__(team_sizes, tracked_missiles, HeuristicTuning(
-            fire_range_km=24.0, fire_range_per_closing_km=0.0, drag_time_s=1e9))
-
-    def _missile_in_flight(self, obs: np.ndarray) -> np.ndarray:
-        """Never waits for its last missile: the salvo's discipline is the cooldown alone."""
-        return np.zeros(len(obs), dtype=bool)
-
-    def _act(self, obs: np.ndarray) -> np.ndarray:
-        enemy, has_target, bearing = self._target(obs)
-        threatened, drag = self._defence(obs)
-        heading = np.where(threatened, drag, bearing)
-        return self._actions(obs, heading, self._fire(obs, enemy, has_target, bearing))
+    def _heading(self, obs: np.ndarray, bearing: np.ndarray) -> np.ndarray:
+        return bearing
 
 
 def stranger(name: str, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> _Stranger:
