@@ -176,7 +176,7 @@ class HeuristicPilot(MidrangePilot):
     """
 
     name = "heuristic"
-    TORCH_TWINS = (("_act", "_act_torch"), ("_defence", "_defence_torch"),
+    TORCH_TWINS = (("_act", "_act_torch"), ("_heading", "_heading_torch"), ("_defence", "_defence_torch"),
                    ("_bend_from_boundary", "_bend_from_boundary_torch"), ("_rudder", "_rudder_torch"),
                    ("_fire", "_fire_torch"), ("_missile_in_flight", "_missile_in_flight_torch"))
 
@@ -199,9 +199,7 @@ class HeuristicPilot(MidrangePilot):
         bearing = angle_of(enemy[:, _F["bearing_sin"]], enemy[:, _F["bearing_cos"]])
         target_bearing = np.where(has_target, bearing, 0.0)
 
-        threatened, defend_heading = self._defence(obs)
-        heading = np.where(threatened, defend_heading, target_bearing)
-        heading = self._bend_from_boundary(me, heading)
+        heading = self._bend_from_boundary(me, self._heading(obs, target_bearing))
 
         actions = np.empty((len(obs), 3), dtype=np.int32)
         actions[:, 0] = self._rudder(heading)
@@ -222,9 +220,7 @@ class HeuristicPilot(MidrangePilot):
         bearing = torch.atan2(enemy[:, _F["bearing_sin"]], enemy[:, _F["bearing_cos"]])
         target_bearing = torch.where(has_target, bearing, torch.zeros((), dtype=obs.dtype, device=obs.device))
 
-        threatened, defend_heading = self._defence_torch(obs)
-        heading = torch.where(threatened, defend_heading, target_bearing.to(torch.float64))
-        heading = self._bend_from_boundary_torch(me, heading)
+        heading = self._bend_from_boundary_torch(me, self._heading_torch(obs, target_bearing))
 
         actions = torch.empty((len(obs), 3), dtype=torch.int32, device=obs.device)
         actions[:, 0] = self._rudder_torch(heading)
@@ -233,6 +229,19 @@ class HeuristicPilot(MidrangePilot):
         return actions
 
     # ------------------------------------------------------------------ rules
+
+    def _heading(self, obs: np.ndarray, target_bearing: np.ndarray) -> np.ndarray:
+        """Where to point (relative to the nose, rad), before the boundary bends it: the defence's
+        heading when a threat is urgent, else the target's bearing (the rule other pilots replace)."""
+        threatened, defend_heading = self._defence(obs)
+        return np.where(threatened, defend_heading, target_bearing)
+
+    def _heading_torch(self, obs: Tensor, target_bearing: Tensor) -> Tensor:
+        """``_heading`` on tensors, in float64 as numpy's."""
+        import torch
+
+        threatened, defend_heading = self._defence_torch(obs)
+        return torch.where(threatened, defend_heading, target_bearing.to(torch.float64))
 
     def _defence(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which rows defend, and the heading (relative, rad) that defends them."""

@@ -22,45 +22,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from arena.games.midrange.bots import (
-    _F,
-    FULL_THROTTLE,
-    HeuristicPilot,
-    HeuristicTuning,
-    angle_of,
-    wrap,
-)
+from arena.games.midrange.bots import HeuristicPilot, HeuristicTuning, wrap
 
 #: The held-out pilots' names (``scripted:<name>``).
 STRANGERS = ("sniper", "salvo", "rusher")
 
 
 class _Stranger(HeuristicPilot):
-    """Shared parts: the heuristic's target choice, rudder, boundary and fire rules with the pilot's
-    own numbers (``TUNING``), full throttle; each pilot says where to point (``_heading``)."""
+    """The heuristic's target choice, rudder, boundary and fire rules with the pilot's own numbers
+    (``TUNING``), full throttle; a pilot that points elsewhere replaces ``_heading`` (which leaves it
+    without a torch version: ``act_torch`` runs ``act``)."""
 
     TUNING = HeuristicTuning()
 
     def __init__(self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4) -> None:
         super().__init__(team_sizes, tracked_missiles, self.TUNING)
-
-    def _act(self, obs: np.ndarray) -> np.ndarray:
-        enemies = self.layout.enemies(obs)
-        target = self.layout.assigned_enemy(obs)
-        enemy = enemies[np.arange(len(obs)), np.maximum(target, 0)]
-        has_target = target >= 0
-        bearing = angle_of(enemy[:, _F["bearing_sin"]], enemy[:, _F["bearing_cos"]])
-        bearing = np.where(has_target, bearing, 0.0)
-        me = self.layout.self_features(obs)
-        actions = np.empty((len(obs), 3), dtype=np.int32)
-        actions[:, 0] = self._rudder(self._bend_from_boundary(me, self._heading(obs, bearing)))
-        actions[:, 1] = FULL_THROTTLE
-        actions[:, 2] = self._fire(obs, enemy, has_target, bearing)
-        return actions
-
-    def _heading(self, obs: np.ndarray, bearing: np.ndarray) -> np.ndarray:
-        """Where to point (relative to the nose, rad), given the target's bearing."""
-        raise NotImplementedError
 
 
 class SniperPilot(_Stranger):
@@ -85,10 +61,6 @@ class SalvoPilot(_Stranger):
     def _missile_in_flight(self, obs: np.ndarray) -> np.ndarray:
         """Never waits for its last missile: the salvo's discipline is the cooldown alone."""
         return np.zeros(len(obs), dtype=bool)
-
-    def _heading(self, obs: np.ndarray, bearing: np.ndarray) -> np.ndarray:
-        threatened, drag = self._defence(obs)
-        return np.where(threatened, drag, bearing)
 
 
 class RusherPilot(_Stranger):
