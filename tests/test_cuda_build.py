@@ -26,6 +26,9 @@ import pytest
 from arena import _core
 
 CUDA_CORE = os.environ.get("ARENA_CUDA_CORE")
+if os.environ.get("ARENA_REQUIRE_GPU") == "1" and not CUDA_CORE:  # a GPU machine must not pass by skipping
+    pytest.fail("ARENA_REQUIRE_GPU=1 but ARENA_CUDA_CORE (the path of the CUDA build of the core) is not set",
+                pytrace=False)
 pytestmark = pytest.mark.skipif(not CUDA_CORE, reason="ARENA_CUDA_CORE not set (no CUDA build)")
 
 
