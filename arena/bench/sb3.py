@@ -55,8 +55,10 @@ def env_sps(env: Any, steps: int) -> float:
 def learn_sps(env: Any, timesteps: int) -> float:
     """SB3 PPO timesteps per second over ``timesteps`` of ``learn`` (rollouts and updates)."""
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
 
     model = PPO("MlpPolicy", env, n_steps=128, batch_size=256, n_epochs=2, seed=0, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default makes a folder in /tmp
     start = time.perf_counter()
     model.learn(timesteps)
     return model.num_timesteps / (time.perf_counter() - start)
