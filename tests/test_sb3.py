@@ -40,6 +40,7 @@ def _sb3_logs_in_tmp_path(tmp_path, monkeypatch):
     SB3_LOGDIR names one): the tests' go to their own tmp_path, not the machine's /tmp."""
     monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3-logs"))
 
+
 SMALL_NET = {"net_arch": {"pi": [32], "vf": [32]}}
 
 
