@@ -97,7 +97,6 @@ def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.Mon
     if block.skip:
         pytest.skip("marked <!-- docs-test: skip -->")
     monkeypatch.chdir(tmp_path)  # files a block writes (match.png) land here
-    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3-logs"))  # SB3's learn() makes a log folder
     exec(compile(block.text, block.id, "exec"), {"__name__": "docs_block"})  # noqa: S102
 
 

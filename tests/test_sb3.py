@@ -33,14 +33,6 @@ from arena.trainer.ppo import PPOTrainer  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-
-@pytest.fixture(autouse=True)
-def _sb3_logs_in_tmp_path(tmp_path, monkeypatch):
-    """SB3's default logger makes a folder per ``learn`` (SB3-<time> in the system's temp folder unless
-    SB3_LOGDIR names one): the tests' go to their own tmp_path, not the machine's /tmp."""
-    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3-logs"))
-
-
 SMALL_NET = {"net_arch": {"pi": [32], "vf": [32]}}
 
 
