@@ -9,14 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 
 import arena
+from arena.config import compose_run_config
 from arena.games.midrange.bots import HeuristicPilot
 from arena.games.midrange.missile_reach import MissileModel
 from arena.games.midrange.obs import MISSILE, SPEED_SCALE_MS, MidrangeObsLayout
 from arena.games.midrange.rewards import LaunchAngle, MissileReach, Pointing
 from arena.rewards import Reward, RewardError, StepBatch, TorchStepBatch, build_reward, builtin_terms
+from arena.train import build_reward_fn
 
 BUILTIN_TERMS = builtin_terms()
 
@@ -91,10 +92,9 @@ def test_every_torch_term_is_bit_identical_to_its_numpy_term_on_real_matches(bat
         assert any(np.abs(reward(b)[1][name]).max() > 0.01 for b in batches), name
 
 
-@pytest.mark.parametrize("config", ["outcome", "scratch", "shaped"])
+@pytest.mark.parametrize("config", sorted(path.stem for path in CONFIGS.glob("*.yaml")))
 def test_shipped_reward_configs_run_on_tensors_with_the_numpy_totals(batches, config) -> None:
-    terms = yaml.safe_load((CONFIGS / f"{config}.yaml").read_text())["terms"]
-    reward = build_reward(terms, discount=(0.99, True))
+    reward = build_reward_fn(compose_run_config([f"reward={config}"]))
     reward.set_step(20_000_000)  # scheduled weights part-way
     assert reward.supports_torch
     for batch in batches:

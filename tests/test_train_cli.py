@@ -66,6 +66,20 @@ def test_team_games_train_with_the_teams_trainers_unless_the_command_line_names_
     assert compose_run_config(["env=midrange_4v4", "trainer.num_envs=512"]).trainer.num_envs == 512
 
 
+def test_2v2_trains_with_a_price_per_launch_that_the_command_line_can_drop():
+    """env=midrange_2v2 picks reward=teams: the from-scratch reward plus missile_fired, composed
+    exactly as the runs that measured it composed it on the command line (docs/results/teams.md)."""
+    bare = compose_run_config(["env=midrange_2v2", "+league=selfplay"])
+    measured = compose_run_config(["env=midrange_2v2", "+league=selfplay", "reward=scratch",
+                                   "+reward.terms.missile_fired={_target_:missile_fired,weight:0.05}"])
+    assert OmegaConf.to_container(bare) == OmegaConf.to_container(measured)
+    assert bare.reward.terms.missile_fired.weight == 0.05
+    assert "missile_fired" not in compose_run_config(["env=midrange_2v2", "reward=scratch"]).reward.terms
+    assert "missile_fired" not in compose_run_config(["env=midrange_4v4"]).reward.terms
+    assert "missile_fired" not in compose_run_config([]).reward.terms
+    assert list(compose_run_config(["env=midrange_2v2", "reward=outcome"]).reward.terms) == ["outcome"]
+
+
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
