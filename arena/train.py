@@ -27,7 +27,7 @@ command resumes it. The best parameters and value land in
 
 The run directory holds ``config.yaml`` (resolved), ``checkpoints/trainer.pt`` (written atomically
 every ``trainer.checkpoint_minutes`` (5) of wall time and/or ``trainer.checkpoint_interval`` samples,
-and at exit, Ctrl-C included) and ``metrics.jsonl``;
+and at exit, Ctrl-C and ``kill PID`` (SIGTERM; ``arena/stop_signal.py``) included) and ``metrics.jsonl``;
 with a league also ``league.sqlite`` (players, every match, rating history: the league's source of
 truth, which a resumed run reloads) and ``league/snapshots/<player>.pt``
 (``python -m arena.league show RUN_DIR`` prints the leaderboard).
@@ -55,6 +55,7 @@ from arena.league.model.store import LEAGUE_DB
 from arena.league.run.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
 from arena.league.run.league_run import LeagueRun
 from arena.rewards import build_reward
+from arena.stop_signal import sigterm_stops_as_ctrl_c
 from arena.sweep.plan import plan
 from arena.sweep.study import RESULTS_FILE, launch, results
 from arena.trainer.checkpoint import checkpoints_written
@@ -392,7 +393,11 @@ def main(argv: list[str] | None = None) -> int:
         if collective is not None and not collective.is_main:
             logging.getLogger().setLevel(logging.WARNING)  # rank 0 reports for the run
         try:
-            run_dir = run(cfg, collective)
+            if collective is None:
+                with sigterm_stops_as_ctrl_c():  # `kill PID` checkpoints as Ctrl-C does
+                    run_dir = run(cfg, collective)
+            else:  # torchrun's agent stops its ranks with SIGTERM and a kill: left to it
+                run_dir = run(cfg, collective)
         except BaseException:
             if collective is not None:
                 collective.close(wait=False)
