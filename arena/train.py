@@ -40,6 +40,7 @@ matchmaking for every rank.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -393,10 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         if collective is not None and not collective.is_main:
             logging.getLogger().setLevel(logging.WARNING)  # rank 0 reports for the run
         try:
-            if collective is None:
-                with sigterm_stops_as_ctrl_c():  # `kill PID` checkpoints as Ctrl-C does
-                    run_dir = run(cfg, collective)
-            else:  # torchrun's agent stops its ranks with SIGTERM and a kill: left to it
+            # `kill PID` checkpoints as Ctrl-C does; torchrun's agent stops its ranks with SIGTERM and a
+            # kill of its own, left to it
+            with sigterm_stops_as_ctrl_c() if collective is None else contextlib.nullcontext():
                 run_dir = run(cfg, collective)
         except BaseException:
             if collective is not None:
