@@ -433,7 +433,8 @@ def _sweep(overrides: list[str], show_config: bool) -> int:
         return 0
     print(sweep.describe(), flush=True)
     try:
-        status = launch(sweep, run)
+        with sigterm_stops_as_ctrl_c():  # `kill PID` checkpoints the running trial as Ctrl-C does
+            status = launch(sweep, run)
     except KeyboardInterrupt as exc:
         print(f"arena.train: sweep interrupted ({exc or 'Ctrl-C'}); its trials so far: {sweep.sweep_dir}; "
               "the same command resumes the study", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -179,32 +180,74 @@ def test_the_sweep_group_is_accepted_without_a_plus_and_a_fixed_value_leaves_the
     assert "hydra.sweep.dir='runs/sweeps/x'" in sweep.argv and "sweep.name='x'" in sweep.argv
 
 
+def _stop_when_logged(command: list[str], cwd: Path, sig: int, *metrics: Path) -> tuple[int, str]:
+    """Runs ``command`` as a shell runs a background job (SIGINT ignored, which its children inherit)
+    or, for SIGINT, as at a terminal; sends ``sig`` once every one of ``metrics`` holds an update;
+    returns the exit status and stderr."""
+    sigint = signal.SIG_DFL if sig == signal.SIGINT else signal.SIG_IGN
+    with open(cwd / "out.txt", "w") as out, open(cwd / "err.txt", "w") as err:
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
+        try:
+            for _ in range(1200):  # until the trials have logged an update (at most 2 minutes)
+                if all(m.is_file() and m.read_text().strip() for m in metrics) or process.poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert process.poll() is None, (cwd / "err.txt").read_text()[-3000:]
+            process.send_signal(sig)
+            process.wait(timeout=120)
+        finally:
+            process.kill()
+    return process.returncode, (cwd / "err.txt").read_text()
+
+
 def test_ctrl_c_during_a_trial_checkpoints_it_and_stops_the_whole_sweep(tmp_path):
     command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=3",
                "sweep.name=s", "trainer.total_timesteps=10000000", "trainer.num_envs=16"]
     trials = tmp_path / "runs" / "sweeps" / "s"
-    with open(tmp_path / "out.txt", "w") as out, open(tmp_path / "err.txt", "w") as err:
-        # Ctrl-C as at a terminal: a shell starts background jobs (a CI script's pytest among them)
-        # with SIGINT ignored, and a child would inherit that and never see the signal.
-        process = subprocess.Popen(command, cwd=tmp_path, stdout=out, stderr=err,
-                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        try:
-            for _ in range(1200):  # until trial 0 has logged an update (at most 2 minutes)
-                metrics = trials / "0" / "metrics.jsonl"
-                if metrics.is_file() and metrics.read_text().strip() or process.poll() is not None:
-                    break
-                time.sleep(0.1)
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=120)
-        finally:
-            process.kill()
-    err = (tmp_path / "err.txt").read_text()
-    assert process.returncode == 130, err[-3000:]
+    code, err = _stop_when_logged(command, tmp_path, signal.SIGINT, trials / "0" / "metrics.jsonl")
+    assert code == 130, err[-3000:]
     assert "sweep interrupted (trial 0 stopped at step" in err
     assert (trials / "0" / "checkpoints" / "trainer.pt").is_file()
     assert not (trials / "1").exists() and not (trials / "optimization_results.yaml").exists()
     trial = optuna.load_study(study_name="s", storage=f"sqlite:///{trials / 'study.db'}").trials[0]
     assert trial.state == optuna.trial.TrialState.FAIL and trial.user_attrs[INTERRUPTED_KEY] is True
+
+
+def test_kill_pid_of_a_background_sweep_checkpoints_its_trial_and_stops_it_as_ctrl_c_does(tmp_path):
+    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=3",
+               "sweep.name=t", "trainer.total_timesteps=10000000", "trainer.num_envs=16"]
+    trials = tmp_path / "runs" / "sweeps" / "t"
+    code, err = _stop_when_logged(command, tmp_path, signal.SIGTERM, trials / "0" / "metrics.jsonl")
+    assert code == 130, err[-3000:]
+    assert "sweep interrupted (trial 0 stopped at step" in err
+    assert (trials / "0" / "checkpoints" / "trainer.pt").is_file()
+    assert not (trials / "1").exists()
+    trial = optuna.load_study(study_name="t", storage=f"sqlite:///{trials / 'study.db'}").trials[0]
+    assert trial.state == optuna.trial.TrialState.FAIL and trial.user_attrs[INTERRUPTED_KEY] is True
+
+
+def test_kill_pid_of_a_sweep_with_workers_stops_every_worker_after_its_checkpoint(tmp_path):
+    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=4", "sweep.name=tw",
+               "sweep.workers=2", "trainer.total_timesteps=10000000", "trainer.num_envs=16"]
+    trials = tmp_path / "runs" / "sweeps" / "tw"
+    try:
+        code, err = _stop_when_logged(command, tmp_path, signal.SIGTERM,
+                                      trials / "0" / "metrics.jsonl", trials / "1" / "metrics.jsonl")
+        assert code == 130, err[-3000:]
+        assert "sweep interrupted" in err
+        trials_run = _study(tmp_path, "tw").trials
+        assert len(trials_run) == 2, err[-3000:]
+        for trial in trials_run:  # no worker is left running a trial, and each stopped one checkpointed
+            assert trial.state == optuna.trial.TrialState.FAIL, (trial.number, trial.state)
+            assert trial.user_attrs[INTERRUPTED_KEY] is True
+            assert (Path(trial.user_attrs["run_dir"]) / "checkpoints" / "trainer.pt").is_file()
+    finally:  # a worker runs in a session of its own: never leave one training after a failure
+        for trial in _study(tmp_path, "tw").trials if (trials / "study.db").is_file() else []:
+            pid = trial.user_attrs.get("pid")
+            cmdline = Path(f"/proc/{pid}/cmdline")
+            if pid and cmdline.is_file() and b"arena.train" in cmdline.read_bytes():
+                os.kill(pid, signal.SIGKILL)
 
 
 def _study(tmp_path: Path, name: str) -> optuna.Study:

@@ -8,7 +8,8 @@
 - **Failed trials.** Each running trial beats a heartbeat into the storage every ``sweep.heartbeat_s``;
   one silent for twice as long (its process was killed) is marked failed by the next trial to start,
   and Optuna's ``RetryHeartbeatStaleTrialCallback`` asks its parameters again. A trial stopped by Ctrl-C
-  checkpoints, is marked failed, and the next run of the command asks its parameters again.
+  or ``kill PID`` (SIGTERM, ``arena/stop_signal.py``) checkpoints, is marked failed, and the next run
+  of the command asks its parameters again.
 - **Trials.** Trial N composes the sweep's fixed overrides plus its drawn values with hydra (every key
   check and message of a single run), trains in ``<sweep folder>/N`` (its log in ``train.log`` there)
   and scores the mean of ``sweep.objective`` over its last ``sweep.window`` records.
@@ -17,7 +18,9 @@
   ``hyperband``) stops a trial after ``sweep.prune_warmup`` of its steps (and, for ``median``, once 5
 trials have finished), after its checkpoint.
 - **Workers.** ``sweep.workers=N`` starts N processes of the same command, each running trials with
-  ``1/N`` of the cores for torch and for the simulator's threads.
+  ``1/N`` of the cores for torch and for the simulator's threads. They run in a session of their own,
+  so a Ctrl-C at the terminal or a ``kill PID`` reaches the parent alone, which passes one SIGTERM to
+  each worker: each checkpoints its trial once, not interrupted again while it writes.
 """
 
 from __future__ import annotations
@@ -264,13 +267,13 @@ def launch(plan: SweepPlan, train: Train) -> int:
     argv = [a for a in plan.argv if not a.lstrip("+~").startswith("sweep.workers=")]
     command = [sys.executable, "-m", "arena.train", "-m", *argv, "sweep.workers=1"]
     logger.info("%d workers, %d core(s) each: %s", workers, share, " ".join(command))
-    processes = [subprocess.Popen(command, env=env) for _ in range(workers)]
+    processes = [subprocess.Popen(command, env=env, start_new_session=True) for _ in range(workers)]
     try:
         codes = [p.wait() for p in processes]
     except KeyboardInterrupt:
-        for p in processes:  # each checkpoints its trial and exits
+        for p in processes:  # each checkpoints its trial and exits (SIGTERM stops it as Ctrl-C does)
             if p.poll() is None:
-                p.send_signal(signal.SIGINT)
+                p.send_signal(signal.SIGTERM)
         for p in processes:
             p.wait()
         raise
