@@ -201,29 +201,17 @@ def _stop_when_logged(command: list[str], cwd: Path, sig: int, *metrics: Path) -
     return process.returncode, (cwd / "err.txt").read_text()
 
 
-def test_ctrl_c_during_a_trial_checkpoints_it_and_stops_the_whole_sweep(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "kill_pid"])
+def test_ctrl_c_or_kill_pid_during_a_trial_checkpoints_it_and_stops_the_whole_sweep(tmp_path, sig):
     command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=3",
                "sweep.name=s", "trainer.total_timesteps=10000000", "trainer.num_envs=16"]
     trials = tmp_path / "runs" / "sweeps" / "s"
-    code, err = _stop_when_logged(command, tmp_path, signal.SIGINT, trials / "0" / "metrics.jsonl")
+    code, err = _stop_when_logged(command, tmp_path, sig, trials / "0" / "metrics.jsonl")
     assert code == 130, err[-3000:]
     assert "sweep interrupted (trial 0 stopped at step" in err
     assert (trials / "0" / "checkpoints" / "trainer.pt").is_file()
     assert not (trials / "1").exists() and not (trials / "optimization_results.yaml").exists()
     trial = optuna.load_study(study_name="s", storage=f"sqlite:///{trials / 'study.db'}").trials[0]
-    assert trial.state == optuna.trial.TrialState.FAIL and trial.user_attrs[INTERRUPTED_KEY] is True
-
-
-def test_kill_pid_of_a_background_sweep_checkpoints_its_trial_and_stops_it_as_ctrl_c_does(tmp_path):
-    command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=3",
-               "sweep.name=t", "trainer.total_timesteps=10000000", "trainer.num_envs=16"]
-    trials = tmp_path / "runs" / "sweeps" / "t"
-    code, err = _stop_when_logged(command, tmp_path, signal.SIGTERM, trials / "0" / "metrics.jsonl")
-    assert code == 130, err[-3000:]
-    assert "sweep interrupted (trial 0 stopped at step" in err
-    assert (trials / "0" / "checkpoints" / "trainer.pt").is_file()
-    assert not (trials / "1").exists()
-    trial = optuna.load_study(study_name="t", storage=f"sqlite:///{trials / 'study.db'}").trials[0]
     assert trial.state == optuna.trial.TrialState.FAIL and trial.user_attrs[INTERRUPTED_KEY] is True
 
 
