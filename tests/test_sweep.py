@@ -180,6 +180,11 @@ def test_the_sweep_group_is_accepted_without_a_plus_and_a_fixed_value_leaves_the
     assert "hydra.sweep.dir='runs/sweeps/x'" in sweep.argv and "sweep.name='x'" in sweep.argv
 
 
+def _study(tmp_path: Path, name: str) -> optuna.Study:
+    path = tmp_path / "runs" / "sweeps" / name / "study.db"
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{path}")
+
+
 def _stop_when_logged(command: list[str], cwd: Path, sig: int, *metrics: Path) -> tuple[int, str]:
     """Runs ``command`` as a shell runs a background job (SIGINT ignored, which its children inherit)
     or, for SIGINT, as at a terminal; sends ``sig`` once every one of ``metrics`` holds an update;
@@ -211,7 +216,7 @@ def test_ctrl_c_or_kill_pid_during_a_trial_checkpoints_it_and_stops_the_whole_sw
     assert "sweep interrupted (trial 0 stopped at step" in err
     assert (trials / "0" / "checkpoints" / "trainer.pt").is_file()
     assert not (trials / "1").exists() and not (trials / "optimization_results.yaml").exists()
-    trial = optuna.load_study(study_name="s", storage=f"sqlite:///{trials / 'study.db'}").trials[0]
+    trial = _study(tmp_path, "s").trials[0]
     assert trial.state == optuna.trial.TrialState.FAIL and trial.user_attrs[INTERRUPTED_KEY] is True
 
 
@@ -238,26 +243,12 @@ def test_kill_pid_of_a_sweep_with_workers_stops_every_worker_after_its_checkpoin
                 os.kill(pid, signal.SIGKILL)
 
 
-def _study(tmp_path: Path, name: str) -> optuna.Study:
-    path = tmp_path / "runs" / "sweeps" / name / "study.db"
-    return optuna.load_study(study_name=name, storage=f"sqlite:///{path}")
-
-
 def test_a_killed_trial_is_marked_failed_and_its_parameters_asked_again(tmp_path):
     command = [sys.executable, "-m", "arena.train", "-m", "+sweep=rpsw", "sweep.n_trials=1", "sweep.name=k",
                "sweep.heartbeat_s=1", "trainer.total_timesteps=30000", "trainer.num_envs=8"]
     metrics = tmp_path / "runs" / "sweeps" / "k" / "0" / "metrics.jsonl"
-    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(1200):  # until trial 0 has logged an update (at most 2 minutes)
-            if metrics.is_file() and metrics.read_text().strip() or process.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert process.poll() is None, "trial 0 ended before it could be killed"
-        process.send_signal(signal.SIGKILL)  # no checkpoint, no word to the study: a dead machine
-        process.wait(timeout=30)
-    finally:
-        process.kill()
+    code, _ = _stop_when_logged(command, tmp_path, signal.SIGKILL, metrics)  # no checkpoint, no word to
+    assert code == -signal.SIGKILL  # the study: a dead machine
     (killed,) = _study(tmp_path, "k").trials
     assert killed.state == optuna.trial.TrialState.RUNNING  # as the storage last heard of it
     time.sleep(3)  # its heartbeat (1 s) has been silent for longer than the grace period (2 s)
