@@ -29,6 +29,9 @@ def _game_config(name: str, game: str, params: dict[str, Param]) -> type:
         # where the matches step: cpu, cuda (a CUDA build of the core), or None: follow trainer.device
         # (arena/trainer/placement.py)
         ("device", str | None, field(default=None)),
+        # the bots a league (+league=NAME) trains against where league.scripted is null; None: the
+        # game's reference bots. A preset's choice (env=midrange_2v2), not a game parameter.
+        ("league_bots", list[str] | None, field(default=None)),
     ]
     fields += [(key, p.kind, field(default=p.default)) for key, p in params.items()]
     return dataclasses.make_dataclass(name, fields)

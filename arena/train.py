@@ -74,7 +74,7 @@ from arena.trainer.telemetry.loggers import NoneLogger, make_logger
 RecordListener = Callable[[dict[str, float], int], None]  # (metrics, learner step) of each record
 logger = logging.getLogger("arena.train")
 
-ENV_META_KEYS = ("name", "team_sizes", "device")
+ENV_META_KEYS = ("name", "team_sizes", "device", "league_bots")  # env keys that are not game parameters
 
 
 def _plain(node: Any) -> Any:
@@ -187,6 +187,21 @@ def build_reward_fn(cfg: Any) -> Any:
                         discount=(float(trainer.gamma), bool(trainer.bootstrap_truncation)))
 
 
+def run_league_config(cfg: Any) -> Any:
+    """The run's checked ``LeagueConfig`` (``+league=NAME``). Where ``league.scripted`` is null, the
+    league's bots are the env preset's ``env.league_bots`` when it names some (``env=midrange_2v2``
+    does), else the game's reference bots."""
+    game = str(cfg.env.name)
+    config = league_config(cfg.league, game)
+    preset = cfg.env.get("league_bots")
+    if config.scripted is not None or preset is None:
+        return config
+    try:
+        return league_config(dataclasses.replace(config, scripted=[str(b) for b in preset]), game)
+    except ValueError as exc:
+        raise ValueError(f"env.league_bots={list(preset)}: {exc}") from None
+
+
 def open_league(cfg: Any, run_dir: Path, resuming: bool = False, learner_checkpoints: int = 0) -> Any:
     """The league of the run (``+league=NAME``), opened from RUN_DIR/league.sqlite; None without one.
     ``learner_checkpoints``: see ``LeagueRun``."""
@@ -199,7 +214,7 @@ def open_league(cfg: Any, run_dir: Path, resuming: bool = False, learner_checkpo
     if any(stage.get("opponents") for stage in _plain(cfg.stages) or []):
         raise ValueError("stages cannot set opponents when a league runs: the league chooses them")
     game = str(cfg.env.name)
-    return LeagueRun(league_config(cfg.league, game), run_dir, game=game,
+    return LeagueRun(run_league_config(cfg), run_dir, game=game,
                      team_sizes=tuple(cfg.env.team_sizes), seed=int(cfg.trainer.seed),
                      learner_checkpoints=learner_checkpoints)
 
@@ -241,7 +256,7 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
 
     ranks = None  # league.exploiter_ranks: exploiters train on the last ranks (league/run/exploiter_ranks.py)
     if collective is not None and cfg.league is not None and bool(cfg.league.get("exploiter_ranks", False)):
-        layout, main_collective = split_ranks(league_config(cfg.league, str(cfg.env.name)), collective,
+        layout, main_collective = split_ranks(run_league_config(cfg), collective,
                                               str(cfg.trainer.device))
         if main_collective is None:
             train_exploiter_rank(collective, layout, make_reward=lambda: build_reward_fn(cfg))

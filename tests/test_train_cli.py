@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from arena.config import compose_run_config
-from arena.train import main
+from arena.train import main, run_league_config
 
 QUICK = [
     "env=rpsw", "trainer=quick", "dashboard=false", "trainer.total_timesteps=3000", "trainer.num_envs=32"
@@ -78,6 +78,26 @@ def test_2v2_trains_with_a_price_per_launch_that_the_command_line_can_drop():
     assert "missile_fired" not in compose_run_config(["env=midrange_4v4"]).reward.terms
     assert "missile_fired" not in compose_run_config([]).reward.terms
     assert list(compose_run_config(["env=midrange_2v2", "reward=outcome"]).reward.terms) == ["outcome"]
+
+
+def test_2v2_leagues_train_against_the_heuristic_and_evader_teams_unless_the_command_line_names_bots():
+    """env=midrange_2v2's league_bots: the league the bare 2v2 command opens is the one the run that
+    measured it opened with league.scripted on the command line (docs/results/teams.md); 1v1 and 4v4
+    keep the game's reference bots, and the gauntlet plays all three in every size."""
+    bare = run_league_config(compose_run_config(["env=midrange_2v2", "+league=selfplay"]))
+    measured = run_league_config(compose_run_config(
+        ["env=midrange_2v2", "+league=selfplay", "env.league_bots=null", "league.scripted=[heuristic,evader]"]
+    ))
+    assert bare == measured and bare.scripted == ["heuristic", "evader"]
+    assert bare.gauntlet.players is None  # the game's reference bots: random, heuristic, evader
+    for sizes in ([], ["env=midrange_4v4"]):
+        assert run_league_config(compose_run_config([*sizes, "+league=selfplay"])).scripted is None
+    named = compose_run_config(["env=midrange_2v2", "+league=selfplay", "league.scripted=[random]"])
+    assert run_league_config(named).scripted == ["random"]
+    assert compose_run_config(["env=midrange_2v2"]).league is None  # no league unless one is chosen
+    bad = compose_run_config(["env=midrange_2v2", "+league=selfplay", "env.league_bots=[ace]"])
+    with pytest.raises(ValueError, match=r"env.league_bots=\['ace'\].*'ace'.*available: .*heuristic"):
+        run_league_config(bad)
 
 
 @pytest.mark.parametrize(
