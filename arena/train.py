@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.config import compose_run_config, opponent_mix
-from arena.league.config import league_config
+from arena.league.config import LeagueConfig, league_config
 from arena.league.model.store import LEAGUE_DB
 from arena.league.run.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
 from arena.league.run.league_run import LeagueRun
@@ -187,7 +187,7 @@ def build_reward_fn(cfg: Any) -> Any:
                         discount=(float(trainer.gamma), bool(trainer.bootstrap_truncation)))
 
 
-def run_league_config(cfg: Any) -> Any:
+def run_league_config(cfg: Any) -> LeagueConfig:
     """The run's checked ``LeagueConfig`` (``+league=NAME``). Where ``league.scripted`` is null, the
     league's bots are the env preset's ``env.league_bots`` when it names some (``env=midrange_2v2``
     does), else the game's reference bots."""
