@@ -21,9 +21,10 @@ from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.telemetry.health import HealthConfig
 
 
-def _game_config(name: str, game: str, params: dict[str, Param]) -> type:
-    """A dataclass with the game's name, team sizes and every parameter of the game as a field."""
-    fields: list[Any] = [
+def _env_meta_fields(game: str) -> list[tuple[str, Any, Any]]:
+    """The env keys that are not game parameters, as fields of ``game``'s env schema: never passed to
+    the game."""
+    return [
         ("name", str, field(default=game)),
         ("team_sizes", list[int], field(default_factory=lambda: [1, 1])),
         # where the matches step: cpu, cuda (a CUDA build of the core), or None: follow trainer.device
@@ -33,6 +34,20 @@ def _game_config(name: str, game: str, params: dict[str, Param]) -> type:
         # game's reference bots. A preset's choice (env=midrange_2v2), not a game parameter.
         ("league_bots", list[str] | None, field(default=None)),
     ]
+
+
+ENV_META_KEYS: tuple[str, ...] = tuple(key for key, _, _ in _env_meta_fields(""))
+
+
+def game_overrides(env: dict[str, Any]) -> dict[str, Any]:
+    """The game parameters of an env config (a plain dict): every key but ``ENV_META_KEYS``."""
+    return {k: v for k, v in env.items() if k not in ENV_META_KEYS}
+
+
+def _game_config(name: str, game: str, params: dict[str, Param]) -> type:
+    """A dataclass with the env's meta keys (the game's name, team sizes, ...) and every parameter of
+    the game as a field."""
+    fields: list[Any] = _env_meta_fields(game)
     fields += [(key, p.kind, field(default=p.default)) for key, p in params.items()]
     return dataclasses.make_dataclass(name, fields)
 

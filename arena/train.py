@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from arena.config import compose_run_config, opponent_mix
+from arena.config import compose_run_config, game_overrides, opponent_mix
 from arena.league.config import LeagueConfig, league_config
 from arena.league.model.store import LEAGUE_DB
 from arena.league.run.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
@@ -73,9 +73,6 @@ from arena.trainer.telemetry.loggers import NoneLogger, make_logger
 
 RecordListener = Callable[[dict[str, float], int], None]  # (metrics, learner step) of each record
 logger = logging.getLogger("arena.train")
-
-ENV_META_KEYS = ("name", "team_sizes", "device", "league_bots")  # env keys that are not game parameters
-
 
 def _plain(node: Any) -> Any:
     from omegaconf import OmegaConf
@@ -134,7 +131,7 @@ def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
         "policy_config": PolicyConfig(**_plain(cfg.agent)).validate(),
         "game": env["name"],
         "team_sizes": tuple(env["team_sizes"]),
-        "env_overrides": {k: v for k, v in env.items() if k not in ENV_META_KEYS},
+        "env_overrides": game_overrides(env),
         "env_device": where.env_device,
         "placement": where,
         "reward_fn": build_reward_fn(cfg),

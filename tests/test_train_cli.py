@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -98,6 +99,23 @@ def test_2v2_leagues_train_against_the_heuristic_and_evader_teams_unless_the_com
     bad = compose_run_config(["env=midrange_2v2", "+league=selfplay", "env.league_bots=[ace]"])
     with pytest.raises(ValueError, match=r"env.league_bots=\['ace'\].*'ace'.*available: .*heuristic"):
         run_league_config(bad)
+
+
+@pytest.mark.parametrize("preset", ["midrange", "midrange_2v2", "midrange_4v4", "rpsw", "goofspiel"])
+def test_every_env_key_is_either_a_game_parameter_or_a_meta_key_the_game_never_receives(tmp_path, preset):
+    """The env schema of every game is its meta keys (ENV_META_KEYS, declared once in arena/config.py)
+    plus the game's parameters; the game is built from the parameters alone."""
+    from arena.config import ENV_CONFIGS, ENV_META_KEYS, game_overrides
+    from arena.games import spec
+    from arena.train import build_components
+
+    cfg = compose_run_config([f"env={preset}", "env.device=cpu"])
+    name = cfg.env.name
+    fields = [f.name for f in dataclasses.fields(ENV_CONFIGS[name])]
+    assert fields == [*ENV_META_KEYS, *spec(name).params]
+    overrides = build_components(cfg, tmp_path)["env_overrides"]
+    assert set(overrides) == set(spec(name).params) == set(game_overrides(dict(cfg.env)))
+    assert not set(overrides) & {"name", "team_sizes", "device", "league_bots"}
 
 
 @pytest.mark.parametrize(

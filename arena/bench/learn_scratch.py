@@ -27,6 +27,7 @@ from pathlib import Path
 
 from arena.agents.players import resolve_player
 from arena.bench.record import write_record
+from arena.config import game_overrides
 from arena.evaluation.runner import MatchSettings, play_match
 from arena.games import spec as game_spec
 from arena.games.midrange.shots import ShotRecorder
@@ -34,7 +35,6 @@ from arena.league.matchmaking.player_cache import snapshot_file
 from arena.league.model.guard_counts import GuardCounts
 from arena.league.model.store import LEAGUE_DB, GauntletRecord, LeagueStore
 from arena.league.view.plots import plot_gauntlet
-from arena.train import ENV_META_KEYS
 
 POLL_S = 10.0
 REACH, FLOOR, GAP = 0.80, 0.75, 0.05  # issue 11's "no collapse" bar
@@ -255,7 +255,7 @@ def _run_game(run_dir: Path) -> tuple[str, tuple[int, int], dict]:
     env = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml").env, resolve=True)
     assert isinstance(env, dict)
     sizes = env["team_sizes"]
-    overrides = {k: v for k, v in env.items() if k not in ENV_META_KEYS}
+    overrides = game_overrides(env)
     return str(env["name"]), (int(sizes[0]), int(sizes[1])), overrides
 
 
