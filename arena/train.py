@@ -74,6 +74,7 @@ from arena.trainer.telemetry.loggers import NoneLogger, make_logger
 RecordListener = Callable[[dict[str, float], int], None]  # (metrics, learner step) of each record
 logger = logging.getLogger("arena.train")
 
+
 def _plain(node: Any) -> Any:
     from omegaconf import OmegaConf
 

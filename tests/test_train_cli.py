@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from arena.config import compose_run_config
-from arena.train import main, run_league_config
+from arena.config import ENV_CONFIGS, ENV_META_KEYS, compose_run_config, game_overrides
+from arena.games import spec
+from arena.train import build_components, main, run_league_config
 
 QUICK = [
     "env=rpsw", "trainer=quick", "dashboard=false", "trainer.total_timesteps=3000", "trainer.num_envs=32"
@@ -105,10 +106,6 @@ def test_2v2_leagues_train_against_the_heuristic_and_evader_teams_unless_the_com
 def test_every_env_key_is_either_a_game_parameter_or_a_meta_key_the_game_never_receives(tmp_path, preset):
     """The env schema of every game is its meta keys (ENV_META_KEYS, declared once in arena/config.py)
     plus the game's parameters; the game is built from the parameters alone."""
-    from arena.config import ENV_CONFIGS, ENV_META_KEYS, game_overrides
-    from arena.games import spec
-    from arena.train import build_components
-
     cfg = compose_run_config([f"env={preset}", "env.device=cpu"])
     name = cfg.env.name
     fields = [f.name for f in dataclasses.fields(ENV_CONFIGS[name])]
