@@ -101,8 +101,31 @@ def test_gate_either_criterion_fires():
     assert not gate.should_snapshot(200, 100, {"a": (0.5, 10)})
 
 
+def test_a_learner_judged_on_the_same_games_is_not_frozen_again_within_min_steps():
+    gate = SnapshotGate(every_steps=None, beat_all_threshold=0.7, min_games=20, min_steps=1000)
+    beaten = {"learner": (0.9, 100)}
+    assert gate.should_snapshot(40, None, beaten)  # the first snapshot is not held back
+    assert not gate.should_snapshot(41, 40, beaten)
+    assert not gate.should_snapshot(1039, 40, beaten)
+    assert gate.should_snapshot(1040, 40, beaten)
+    assert not gate.should_snapshot(5000, 40, {"learner": (0.6, 100)})  # the wait is not a timer
+
+
+def test_a_main_exploiter_that_goes_on_waits_half_its_snapshot_period_for_its_next_snapshot():
+    from arena.league.config import MainExploiterConfig
+
+    config = MainExploiterConfig()
+    gate = SnapshotGate.of(config.snapshot)
+    beaten = {"learner": (0.9, 100)}
+    assert gate.should_snapshot(300_000, None, beaten)
+    assert not gate.should_snapshot(300_000 + 32_768, 300_000, beaten)
+    assert gate.should_snapshot(300_000 + config.snapshot.every_steps // 2, 300_000, beaten)
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({}, "every_steps and/or beat_all_threshold"),
+    ({"every_steps": 10, "min_steps": -1}, "min_steps=-1 must be an int >= 0"),
+    ({"every_steps": 10, "min_steps": 0.5}, "min_steps=0.5 must be an int >= 0"),
     ({"every_steps": 0}, "every_steps=0 must be a positive int"),
     ({"beat_all_threshold": 1.2}, "beat_all_threshold=1.2 must be in"),
     ({"every_steps": 10, "min_games": -1}, "min_games=-1"),

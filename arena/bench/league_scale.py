@@ -181,7 +181,7 @@ def training_process(run_dir: Path, matches: int, seed: int = 1) -> dict[str, fl
                                     learner_step=10**12, checkpoints={"learner": checkpoint})
     timings["record"] = time.perf_counter() - start
     snap = config.snapshot
-    gate = SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games)
+    gate = SnapshotGate.of(snap)
     start = time.perf_counter()  # as the learner asks it (LeagueLearner.snapshot_due), between snapshots
     rates = league.iter_win_rates_vs_pool("learner", tuple(snap.vs_kinds), newest_first=True)
     gate.should_snapshot(1, 0, rates)

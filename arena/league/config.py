@@ -56,11 +56,13 @@ class MatchmakingConfig:
 @dataclass
 class SnapshotConfig:
     """When a learner is frozen into a snapshot: every ``every_steps`` learner samples and/or when it
-    scores above ``beat_all_threshold`` against every player of ``vs_kinds`` with ``min_games`` each."""
+    scores above ``beat_all_threshold`` against every player of ``vs_kinds`` with ``min_games`` each,
+    but never within ``min_steps`` samples of its last snapshot (``SnapshotGate``)."""
 
     every_steps: int | None = 1_000_000
     beat_all_threshold: float | None = 0.7
     min_games: int = 20
+    min_steps: int = 0
     vs_kinds: list[str] = field(default_factory=lambda: ["snapshot", "scripted"])
 
 
@@ -89,9 +91,12 @@ class MainExploiterConfig:
     snapshot_prob: float = 0.5
     weighting: str = "var"
     min_games: float = 5.0
+    # min_steps: one that goes on after a snapshot (reset_prob < 1) is judged against the learner
+    # alone, on the same games, so without a wait it would be due again at its next update (AlphaStar:
+    # half the snapshot period).
     snapshot: SnapshotConfig = field(
         default_factory=lambda: SnapshotConfig(every_steps=4_000_000, beat_all_threshold=0.7, min_games=20,
-                                               vs_kinds=["learner"])
+                                               min_steps=2_000_000, vs_kinds=["learner"])
     )
     # After each snapshot it restarts (a new generation) with this probability (AlphaStar: 1); else it
     # goes on training against the learner from where it is.

@@ -126,11 +126,17 @@ class SnapshotGate:
     - every_steps: at least this many learner steps since the last snapshot (since step 0 if none);
     - beat_all_threshold: the learner's score against every pool member is above the threshold, with
       at least min_games against each (an empty pool gives no evidence, so never triggers this).
-    Never fires twice at the same step (step must be past last_snapshot_step).
+    Never fires twice at the same step (step must be past last_snapshot_step), nor within min_steps
+    learner steps of the last snapshot (the first one is not held back). A learner's own snapshots
+    join the pool it is judged against with no games, which holds its next one back until it has
+    played them; a learner judged against others only (a main exploiter, ``vs_kinds: [learner]``)
+    that goes on after a snapshot would otherwise be due again at its very next update, on the same
+    evidence. AlphaStar's exploiters wait half their snapshot period (min_steps) in the same way.
     """
 
     def __init__(
-        self, every_steps: int | None = None, beat_all_threshold: float | None = None, min_games: int = 0
+        self, every_steps: int | None = None, beat_all_threshold: float | None = None, min_games: int = 0,
+        min_steps: int = 0,
     ) -> None:
         if every_steps is None and beat_all_threshold is None:
             raise ValueError("SnapshotGate needs every_steps and/or beat_all_threshold; both are None")
@@ -143,9 +149,18 @@ class SnapshotGate:
             raise ValueError(f"beat_all_threshold={beat_all_threshold!r} must be in [0, 1) or None")
         if not (isinstance(min_games, int | float) and math.isfinite(min_games) and min_games >= 0):
             raise ValueError(f"min_games={min_games!r} must be >= 0")
+        if isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 0:
+            raise ValueError(f"min_steps={min_steps!r} must be an int >= 0")
         self.every_steps = every_steps
         self.beat_all_threshold = beat_all_threshold
         self.min_games = min_games
+        self.min_steps = min_steps
+
+    @classmethod
+    def of(cls, config: Any) -> SnapshotGate:
+        """The gate a ``SnapshotConfig`` (``every_steps``, ``beat_all_threshold``, ``min_games``,
+        ``min_steps``) describes."""
+        return cls(config.every_steps, config.beat_all_threshold, config.min_games, config.min_steps)
 
     def should_snapshot(
         self,
@@ -158,7 +173,9 @@ class SnapshotGate:
         if step < 0:
             raise ValueError(f"step {step} must be >= 0")
         last = 0 if last_snapshot_step is None else last_snapshot_step
-        if last_snapshot_step is not None and step <= last_snapshot_step:
+        if last_snapshot_step is not None and (
+            step <= last_snapshot_step or step - last_snapshot_step < self.min_steps
+        ):
             return False
         if self.every_steps is not None and step - last >= self.every_steps:
             return True

@@ -173,7 +173,7 @@ class LeagueRun:
             raise ValueError("attach() a trainer that was built with this LeagueRun's matchmaker()")
         snap = self.config.snapshot
         self.main = LeagueLearner(self.learner_id, "learner", trainer, matchmaker,
-                                  SnapshotGate(snap.every_steps, snap.beat_all_threshold, snap.min_games),
+                                  SnapshotGate.of(snap),
                                   vs_kinds=tuple(snap.vs_kinds), seed=self.seed)
         self.schedule.main = self.main
         self.live[self.learner_id] = trainer.policy
