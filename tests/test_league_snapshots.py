@@ -109,6 +109,8 @@ def test_a_learner_judged_on_the_same_games_is_not_frozen_again_within_min_steps
     assert not gate.should_snapshot(1039, 40, beaten)
     assert gate.should_snapshot(1040, 40, beaten)
     assert not gate.should_snapshot(5000, 40, {"learner": (0.6, 100)})  # the wait is not a timer
+    timed = SnapshotGate(every_steps=500, beat_all_threshold=0.7, min_games=20, min_steps=1000)
+    assert timed.should_snapshot(540, 40, {"learner": (0.1, 100)})  # the timer does not wait
 
 
 def test_a_main_exploiter_that_goes_on_waits_half_its_snapshot_period_for_its_next_snapshot():

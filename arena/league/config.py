@@ -57,7 +57,7 @@ class MatchmakingConfig:
 class SnapshotConfig:
     """When a learner is frozen into a snapshot: every ``every_steps`` learner samples and/or when it
     scores above ``beat_all_threshold`` against every player of ``vs_kinds`` with ``min_games`` each,
-    but never within ``min_steps`` samples of its last snapshot (``SnapshotGate``)."""
+    the latter never within ``min_steps`` samples of its last snapshot (``SnapshotGate``)."""
 
     every_steps: int | None = 1_000_000
     beat_all_threshold: float | None = 0.7

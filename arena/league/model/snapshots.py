@@ -126,8 +126,9 @@ class SnapshotGate:
     - every_steps: at least this many learner steps since the last snapshot (since step 0 if none);
     - beat_all_threshold: the learner's score against every pool member is above the threshold, with
       at least min_games against each (an empty pool gives no evidence, so never triggers this).
-    Never fires twice at the same step (step must be past last_snapshot_step), nor within min_steps
-    learner steps of the last snapshot (the first one is not held back). A learner's own snapshots
+    Never fires twice at the same step (step must be past last_snapshot_step); beat_all_threshold
+    never fires within min_steps learner steps of the last snapshot (the first one is not held back;
+    every_steps is not held back either). A learner's own snapshots
     join the pool it is judged against with no games, which holds its next one back until it has
     played them; a learner judged against others only (a main exploiter, ``vs_kinds: [learner]``)
     that goes on after a snapshot would otherwise be due again at its very next update, on the same
@@ -173,12 +174,12 @@ class SnapshotGate:
         if step < 0:
             raise ValueError(f"step {step} must be >= 0")
         last = 0 if last_snapshot_step is None else last_snapshot_step
-        if last_snapshot_step is not None and (
-            step <= last_snapshot_step or step - last_snapshot_step < self.min_steps
-        ):
+        if last_snapshot_step is not None and step <= last_snapshot_step:
             return False
         if self.every_steps is not None and step - last >= self.every_steps:
             return True
+        if last_snapshot_step is not None and step - last_snapshot_step < self.min_steps:
+            return False  # the score is still the evidence the last snapshot was taken on
         return self.beat_all_threshold is not None and self._beats_all(win_rates_vs_pool)
 
     def _beats_all(self, win_rates_vs_pool: Mapping[str, tuple[float, float]]
