@@ -128,11 +128,11 @@ class SnapshotGate:
       at least min_games against each (an empty pool gives no evidence, so never triggers this).
     Never fires twice at the same step (step must be past last_snapshot_step); beat_all_threshold
     never fires within min_steps learner steps of the last snapshot (the first one is not held back;
-    every_steps is not held back either). A learner's own snapshots
-    join the pool it is judged against with no games, which holds its next one back until it has
-    played them; a learner judged against others only (a main exploiter, ``vs_kinds: [learner]``)
-    that goes on after a snapshot would otherwise be due again at its very next update, on the same
-    evidence. AlphaStar's exploiters wait half their snapshot period (min_steps) in the same way.
+    every_steps is not held back either). A learner's own snapshots join the pool it is judged
+    against with no games, which holds its next one back until it has played them; a learner judged
+    against others only (a main exploiter, ``vs_kinds: [learner]``) that goes on after a snapshot
+    would otherwise be due again at its very next update, on the same evidence. AlphaStar's
+    exploiters wait half their snapshot period (min_steps) in the same way.
     """
 
     def __init__(
