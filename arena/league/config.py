@@ -21,6 +21,7 @@ from arena.player_specs import SB3_PREFIX, SCRIPTED_PREFIX
 from arena.replay.file import REPLAY_GAMES
 
 EXPLOITER_INITS = ("fresh", "learner")  # what a new exploiter generation's weights start from
+MAIN_EXPLOITER_TARGETS = ("live", "newest")  # whom a main exploiter generation trains against
 
 
 @dataclass
@@ -85,6 +86,11 @@ class MainExploiterConfig:
     the learner's (``init``)."""
 
     num_envs: int | None = None  # None: a quarter of the main learner's (at least 2)
+    # "live": the main learner's live weights (AlphaStar). "newest": the main learner's newest snapshot
+    # when the generation began (what the league published then), frozen for the whole generation, as
+    # `arena.bench exploit` trains against a fixed target; judged against it alone, and the live
+    # learner until the main learner has a snapshot.
+    target: str = "live"
     # Against the live learner by default; while its score against it is below low_score, half the
     # time (snapshot_prob) PFSP with `weighting` over the learner's snapshots instead.
     low_score: float = 0.2
@@ -302,6 +308,9 @@ class LeagueConfig:
             if m.init not in EXPLOITER_INITS:
                 raise ValueError(
                     f"league.main_exploiter.init={m.init!r} must be one of {list(EXPLOITER_INITS)}")
+            if m.target not in MAIN_EXPLOITER_TARGETS:
+                raise ValueError(f"league.main_exploiter.target={m.target!r} must be one of "
+                                 f"{list(MAIN_EXPLOITER_TARGETS)}")
         if self.league_exploiter is not None:
             e = self.league_exploiter
             _check_num_envs(e.num_envs, "league.league_exploiter.num_envs")

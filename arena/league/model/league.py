@@ -146,11 +146,16 @@ class League:
         reader that stops early, as the snapshot gate does at the first opponent not beaten (usually
         the newest snapshot), costs O(1) instead of O(pool)."""
         players = self.pool.of_kind(*kinds)
-        for player in reversed(players) if newest_first else players:
-            if player.player_id == learner_id:
-                continue
-            s = self.payoff.score(learner_id, player.player_id)
-            yield player.player_id, (0.5 if s is None else s, self.payoff.games(learner_id, player.player_id))
+        ids = [p.player_id for p in (reversed(players) if newest_first else players)]
+        return self.iter_win_rates_against(learner_id, [i for i in ids if i != learner_id])
+
+    def iter_win_rates_against(self, learner_id: str, opponent_ids: Sequence[str]
+                               ) -> Iterator[tuple[str, tuple[float, float]]]:
+        """(score, decayed games) of the learner against each of ``opponent_ids``, in that order (0.5
+        before any game)."""
+        for opponent in opponent_ids:
+            s = self.payoff.score(learner_id, opponent)
+            yield opponent, (0.5 if s is None else s, self.payoff.games(learner_id, opponent))
 
     def last_snapshot_step(self, learner_id: str) -> int | None:
         """Learner step of the newest snapshot frozen from `learner_id`, or None."""

@@ -255,6 +255,9 @@ class LeagueLearner:
     gate: SnapshotGate
     vs_kinds: Sequence[str] = ("snapshot", "scripted")
     reset_prob: float = 0.0
+    # the one player the gate judges against instead of vs_kinds, when it names one (a main exploiter's
+    # frozen target, ``MainExploiterChooser.frozen_target``)
+    judged_against: Callable[[str], str | None] | None = None
     generation: int = 0
     seed: int = 0
     step: int = field(init=False)
@@ -273,9 +276,12 @@ class LeagueLearner:
         return {}
 
     def snapshot_due(self, league: League) -> bool:
-        """What the gate says now, from the league's payoff against ``vs_kinds``."""
+        """What the gate says now, from the league's payoff against ``vs_kinds`` (or the one player
+        ``judged_against`` names)."""
         step = self.step
-        rates = league.iter_win_rates_vs_pool(self.player_id, kinds=tuple(self.vs_kinds), newest_first=True)
+        target = None if self.judged_against is None else self.judged_against(self.player_id)
+        rates = (league.iter_win_rates_against(self.player_id, [target]) if target is not None else
+                 league.iter_win_rates_vs_pool(self.player_id, kinds=tuple(self.vs_kinds), newest_first=True))
         return self.gate.should_snapshot(step, league.last_snapshot_step(self.player_id), rates)
 
     def snapshot(self, league: League, run_dir: str | os.PathLike[str]) -> Player:
