@@ -87,9 +87,9 @@ class MainExploiterConfig:
 
     num_envs: int | None = None  # None: a quarter of the main learner's (at least 2)
     # "live": the main learner's live weights (AlphaStar). "newest": the main learner's newest snapshot
-    # when the generation began (what the league published then), frozen for the whole generation, as
-    # `arena.bench exploit` trains against a fixed target; judged against it alone, and the live
-    # learner until the main learner has a snapshot.
+    # when the exploiter joined or left its last snapshot, frozen until it leaves the next, as
+    # `arena.bench exploit` trains against a fixed target; judged against it alone (the live learner,
+    # judged as with "live", while the learner has no snapshot newer than the last one it had).
     target: str = "live"
     # Against the live learner by default; while its score against it is below low_score, half the
     # time (snapshot_prob) PFSP with `weighting` over the learner's snapshots instead.
