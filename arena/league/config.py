@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.agents.scripted import SCRIPTED_BOTS
+from arena.league.matchmaking.exploiters import MAIN_EXPLOITER_TARGETS
 from arena.league.matchmaking.pfsp import SOURCES, WEIGHTINGS
 from arena.league.model.players import EXPLOITER_KINDS, PLAYER_KINDS
 from arena.league.model.published import PUBLISH_MODES
@@ -21,7 +22,6 @@ from arena.player_specs import SB3_PREFIX, SCRIPTED_PREFIX
 from arena.replay.file import REPLAY_GAMES
 
 EXPLOITER_INITS = ("fresh", "learner")  # what a new exploiter generation's weights start from
-MAIN_EXPLOITER_TARGETS = ("live", "newest")  # whom a main exploiter generation trains against
 
 
 @dataclass
