@@ -146,3 +146,72 @@ def test_missile_reach_is_zero_sum_in_a_duel_of_the_compiled_core():
         np.testing.assert_allclose(shaped.sum(axis=1), 0.0, atol=1e-5)
         seen += float(np.abs(shaped).sum())
     assert seen > 1.0, "nothing moved the potential: the test did not exercise the term"
+
+
+def test_room_is_the_distance_to_the_arenas_edge_along_a_line():
+    from arena.games.midrange.missile_reach import room
+
+    radius = 60000.0
+    assert room(0.0, 0.0, 0.6, 0.8, radius) == pytest.approx(radius)
+    assert room(59000.0, 0.0, 1.0, 0.0, radius) == pytest.approx(1000.0)  # straight out
+    assert room(59000.0, 0.0, -1.0, 0.0, radius) == pytest.approx(119000.0)  # across the circle
+    assert room(59000.0, 0.0, 0.0, 1.0, radius) == pytest.approx(np.sqrt(radius**2 - 59000.0**2))
+    assert room(61000.0, 0.0, 1.0, 0.0, radius) == 0.0  # outside: none
+
+
+def test_reach_before_the_edge_is_the_running_reach_far_from_it_and_the_whole_flight_at_it():
+    model = MissileModel()
+    running, still = float(model.reach(300.0, 0.0, 300.0)), float(model.reach(300.0, 0.0, 0.0))
+    assert still > running > 0.0
+    assert float(model.reach_before_edge(300.0, 0.0, 300.0, 1e6)) == pytest.approx(running)
+    assert float(model.reach_before_edge(300.0, 0.0, 300.0, 0.0)) == pytest.approx(still)
+    expected = max(running, still - 5000.0)
+    assert float(model.reach_before_edge(300.0, 0.0, 300.0, 5000.0)) == pytest.approx(expected)
+
+
+def edge_obs(range_10km: float, block: str, boundary_10km: float, centre_cos: float) -> np.ndarray:
+    """``missile_obs`` with me ``boundary_10km`` from the edge, the centre dead ahead (``centre_cos``
+    1) or dead astern (-1), and the missile and the enemy dead ahead."""
+    obs = missile_obs(range_10km, 0.3, block=block)
+    obs[:, SELF.index("boundary")] = boundary_10km
+    obs[:, SELF.index("centre_cos")] = centre_cos
+    getattr(MidrangeObsLayout((1, 1), 4), block)(obs)[:, 0, MISSILE.index("bearing_cos")] = 1.0
+    return obs
+
+
+def test_missile_reach_with_edge_counts_a_threat_that_i_can_only_run_from_toward_the_edge_as_inside():
+    plain, edge = MissileReach(gamma=1.0, max_margin=0.0), MissileReach(gamma=1.0, max_margin=0.0, edge=True)
+    out_of_reach = (float(MissileModel().reach(300.0, 0.0, 300.0)) + 5000.0) / 1e4  # fleeing at 0.75 VT
+    # the threat ahead, the centre ahead: running from it means running for the edge 2 km behind me
+    cornered = edge_obs(out_of_reach, "threats", 0.2, 1.0)
+    assert plain.potential(midrange_batch(cornered, cornered), cornered)[0] == pytest.approx(0.5, abs=1e-3)
+    assert edge.potential(midrange_batch(cornered, cornered), cornered)[0] == 0.0
+    # the same threat with the centre behind me: 118 km to run, as in an open sky
+    open_sky = edge_obs(out_of_reach, "threats", 0.2, -1.0)
+    assert edge.potential(midrange_batch(open_sky, open_sky), open_sky)[0] == pytest.approx(0.5, abs=1e-3)
+    # my own missile at an enemy with its back to the edge: the enemy 25 km ahead, 2 km from the edge
+    # (the centre behind me, 27 km from the edge), the missile 5 km out of its running reach, ~3 km
+    # ahead of me
+    own = edge_obs(out_of_reach, "own_missiles", 2.7, -1.0)
+    MidrangeObsLayout((1, 1), 4).enemies(own)[:, 0, FIGHTER.index("range")] = 2.5
+    assert plain.potential(midrange_batch(own, own), own)[0] < -0.4
+    assert edge.potential(midrange_batch(own, own), own)[0] == 0.0
+    with pytest.raises(RewardError, match="edge"):
+        MissileReach(edge="yes")
+
+
+def test_missile_reach_with_edge_is_zero_sum_in_a_duel_of_the_compiled_core_up_to_the_missiles_line():
+    """A threat's line is exact; my missile's is worked out from float32 observations, so the two
+    sides' potentials cancel to rounding on almost every row."""
+    term, open_sky = MissileReach(gamma=0.99, edge=True), MissileReach(gamma=0.99)
+    # a small arena, where the edge is near enough to matter
+    env = arena.make("midrange", num_envs=4, num_threads=1,
+                     **{**CLOSE_FIGHT, "missile_max_time_s": 8.0, "arena_radius_m": 4000.0})
+    rows = near = moved = 0
+    for batch, _ in rollout(env, 150, seed=5):
+        shaped = term(batch)
+        near += int((np.abs(shaped.reshape(-1, 2).sum(axis=1)) < 1e-3).sum())
+        rows += len(shaped) // 2
+        moved += int((np.abs(shaped - open_sky(batch)) > 1e-3).sum())
+    assert moved > 0.1 * rows, "the edge changed nothing: the test did not exercise it"
+    assert near >= 0.99 * rows, (near, rows)

@@ -4,6 +4,7 @@ makes the composed reward say so and run on numpy."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -163,6 +164,7 @@ def test_missile_reach_on_tensors_equals_the_numpy_reach_to_float64_rounding(bat
 ROUNDED_TERMS = {
     "missile_reach": {"_target_": "missile_reach"},
     "missile_reach_wide": {"_target_": "missile_reach", "scale_m": 25000.0, "max_margin": 0.5},
+    "missile_reach_edge": {"_target_": "missile_reach", "edge": True},
     "launch_angle": {"_target_": "launch_angle"},
     "launch_angle_narrow": {"_target_": "launch_angle", "cone_deg": 25.0},
 }
@@ -180,13 +182,13 @@ def test_missile_reach_and_launch_angle_on_tensors_equal_their_numpy_terms_on_re
     reward = build_reward({name: {**entry, "weight": 0.3} for name, entry in ROUNDED_TERMS.items()},
                           discount=(0.97, bootstrap))
     assert reward.supports_torch and reward.host_bound_terms() == []
-    reach = reward.terms["missile_reach"][1]
+    reaches = [reward.terms[name][1] for name in ("missile_reach", "missile_reach_edge")]
     exact = {name: 0 for name in ROUNDED_TERMS}
     rows = launches = 0
     for batch in batches:
         torch_batch = TorchStepBatch.from_step_batch(batch)
         pairs = ((batch.obs_before, torch_batch.obs_before), (batch.obs_after, torch_batch.obs_after))
-        for obs, obs_t in pairs:
+        for (obs, obs_t), reach in itertools.product(pairs, reaches):
             potential = reach.torch_potential(torch_batch, obs_t)
             assert potential.dtype == torch.float32
             np.testing.assert_array_max_ulp(potential.numpy(), reach.potential(batch, obs), maxulp=1)
@@ -205,7 +207,8 @@ def test_missile_reach_and_launch_angle_on_tensors_equal_their_numpy_terms_on_re
         np.testing.assert_allclose(total_t.numpy(), total, rtol=0.0, atol=4e-6)
         rows += batch.num_rows
         launches += int((parts["launch_angle"] < 0).sum())
-    assert exact["missile_reach"] >= 0.999 * rows and exact["missile_reach_wide"] >= 0.999 * rows
+    for name in ("missile_reach", "missile_reach_wide", "missile_reach_edge"):
+        assert exact[name] >= 0.999 * rows, name
     # the comparison has teeth: launches priced, reach shaping not zero, and the narrower cone
     # charging more than the default one
     assert launches > 300

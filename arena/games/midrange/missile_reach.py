@@ -16,6 +16,12 @@ Both phases have closed forms (``V = sqrt(a / Cd0)``, ``k = sqrt(a Cd0)``):
   own terminal speed): ``v = V coth(k t + acoth(v0 / V))``, distance ``ln(sinh(k t + p) / sinh(p)) / Cd0``;
 - coast: ``v = v1 / (1 + Cd0 v1 t)``, distance ``ln(1 + Cd0 v1 t) / Cd0``, and the time to slow
   to ``s`` is ``(1 / s - 1 / v1) / Cd0``.
+
+The arena is a circle, and a fighter outside it is destroyed, so a target can run only as far as
+its edge (``room``, along the line away from the missile). Taken to gain no more range once it gets
+there, it is caught by a missile whose whole remaining flight (its reach against a target that
+does not run) exceeds the range plus that room: the reach before the edge is
+``max(reach(u), reach(0) - room)`` (``reach_before_edge``).
 """
 
 from __future__ import annotations
@@ -97,6 +103,13 @@ class MissileModel:
         best = np.maximum(boost_gain + np.maximum(coast_gain, 0.0), 0.0)
         return np.where(dead, 0.0, best)
 
+    def reach_before_edge(self, speed: np.ndarray, time_of_flight: np.ndarray, flee_speed: np.ndarray,
+                          room: np.ndarray) -> np.ndarray:
+        """``reach`` for a target that has only ``room`` m to run before the arena's edge and gains
+        no range after it: ``max(reach(u), reach(0) - room)`` (float64)."""
+        still = self.reach(speed, time_of_flight, 0.0)
+        return np.maximum(self.reach(speed, time_of_flight, flee_speed), still - np.asarray(room, np.float64))
+
     @staticmethod
     def _boost(v0: np.ndarray, t: np.ndarray, a: float, c: float) -> tuple[np.ndarray, np.ndarray]:
         """(distance, final speed) after ``t`` s of boost from ``v0``."""
@@ -149,6 +162,15 @@ class MissileModel:
         best = (boost_gain + coast_gain.clamp(min=0.0)).clamp(min=0.0)
         return torch.where(dead, 0.0, best)
 
+    def reach_before_edge_torch(self, speed: Tensor, time_of_flight: Tensor, flee_speed: Tensor,
+                                room: Tensor) -> Tensor:
+        """``reach_before_edge`` on tensors, float64."""
+        import torch
+
+        still = self.reach_torch(speed, time_of_flight, torch.zeros_like(flee_speed))
+        running = self.reach_torch(speed, time_of_flight, flee_speed)
+        return torch.maximum(running, still - room.to(torch.float64))
+
     @staticmethod
     def _boost_torch(v0: Tensor, t: Tensor, a: float, c: float) -> tuple[Tensor, Tensor]:
         """``_boost`` on float64 tensors."""
@@ -178,3 +200,23 @@ class MissileModel:
         dist = torch.where(below, dist_below, dist_above)
         speed = torch.where(below, v_below, v_above)
         return torch.where(t > 0.0, dist, 0.0), torch.where(t > 0.0, speed, v0)
+
+
+def room(qx: np.ndarray, qy: np.ndarray, ux: np.ndarray, uy: np.ndarray, radius: float) -> np.ndarray:
+    """How far (m) a fighter at ``(qx, qy)`` from the arena's centre can go along the unit vector
+    ``(ux, uy)`` before the circle of ``radius`` m: the positive root of ``|q + s u| = radius``
+    (0 for a fighter on or outside it). Any frame in which both are written will do (float64)."""
+    qx, qy, ux, uy = (np.asarray(x, np.float64) for x in (qx, qy, ux, uy))
+    along = qx * ux + qy * uy
+    inside = np.maximum(along * along - (qx * qx + qy * qy) + radius * radius, 0.0)
+    return np.maximum(np.sqrt(inside) - along, 0.0)
+
+
+def room_torch(qx: Tensor, qy: Tensor, ux: Tensor, uy: Tensor, radius: float) -> Tensor:
+    """``room`` on tensors, float64, operation by operation."""
+    import torch
+
+    qx, qy, ux, uy = (x.to(torch.float64) for x in (qx, qy, ux, uy))
+    along = qx * ux + qy * uy
+    inside = (along * along - (qx * qx + qy * qy) + radius * radius).clamp(min=0.0)
+    return (torch.sqrt(inside) - along).clamp(min=0.0)

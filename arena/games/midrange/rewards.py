@@ -28,11 +28,11 @@ the price can differ in its last few float32 ulp).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arena.games.midrange.missile_reach import MissileModel
+from arena.games.midrange.missile_reach import MissileModel, room, room_torch
 from arena.games.midrange.obs import FIGHTER, MISSILE, RANGE_SCALE_M, SELF, SPEED_SCALE_MS, MidrangeObsLayout
 from arena.games.midrange.params import MIDRANGE_PARAMS
 from arena.rewards.base import Reward, RewardError, StepBatch, TorchStepBatch
@@ -55,6 +55,11 @@ MISSILE_TOF = MISSILE.index("tof")
 ENEMY_PRESENT = FIGHTER.index("present")
 ENEMY_SPEED = FIGHTER.index("speed")
 SELF_SPEED = SELF.index("speed")
+SELF_CENTRE_COS = SELF.index("centre_cos")
+SELF_CENTRE_SIN = SELF.index("centre_sin")
+ENEMY_BEARING_SIN = FIGHTER.index("bearing_sin")
+MISSILE_BEARING_COS = MISSILE.index("bearing_cos")
+MISSILE_BEARING_SIN = MISSILE.index("bearing_sin")
 
 
 def layout_of(term: Reward, batch: StepBatch | TorchStepBatch) -> MidrangeObsLayout:
@@ -324,7 +329,15 @@ class MissileReach(MidrangeShaping):
     when it hits or dies, so the term changes no optimal policy. The target of one of my missiles
     is taken to be the fastest alive enemy (in 1v1, the enemy), so in 1v1 one side's potential is
     the other's negative: the term is zero-sum. Missiles beyond the ``tracked_missiles`` nearest
-    of each list are not seen and do not count."""
+    of each list are not seen and do not count.
+
+    ``edge=True`` counts the arena's edge: a target runs only as far as the boundary along the line
+    away from the missile, and is taken to gain no range after it (``MissileModel.reach_before_edge``),
+    so running from a threat toward a nearby edge keeps it no further out of reach, and a shot at
+    a target with its back to the edge counts as inside. A threat's line is exact (its bearing from
+    me); my own missile's is worked out from its bearing from me and its range to the target (the
+    fastest alive enemy, as above), taking the missile on the near side of the target, where it
+    flies until it hits, so in 1v1 the term is zero-sum only up to that and float32 rounding."""
 
     def __init__(
         self,
@@ -332,14 +345,18 @@ class MissileReach(MidrangeShaping):
         bootstrap_truncation: bool | None = None,
         scale_m: float = 10000.0,
         max_margin: float = 1.0,
+        edge: bool = False,
     ) -> None:
         super().__init__(gamma, bootstrap_truncation)
+        if not isinstance(edge, bool):
+            raise RewardError(f"edge must be true or false, got {edge!r}")
         if not isinstance(scale_m, int | float) or not math.isfinite(scale_m) or scale_m <= 0:
             raise RewardError(f"scale_m must be a positive number of metres, got {scale_m!r}")
         if not isinstance(max_margin, int | float) or not 0.0 <= max_margin <= 1.0:
             raise RewardError(f"max_margin must be a number in [0, 1], got {max_margin!r}")
         self.scale_m = float(scale_m)
         self.max_margin = float(max_margin)
+        self.edge = edge
 
     def potential(self, batch: StepBatch, obs: np.ndarray) -> np.ndarray:
         layout = layout_of(self, batch)
@@ -355,13 +372,31 @@ class MissileReach(MidrangeShaping):
         enemy_speed = np.where(enemy_alive, enemies[:, :, ENEMY_SPEED], 0.0).max(axis=1) * fighter_vt
         my_speed = own[:, SELF_SPEED] * fighter_vt
         total = np.zeros(len(obs), np.float64)
+        if self.edge:
+            radius = float(params.get("arena_radius_m", MIDRANGE_PARAMS["arena_radius_m"].default))
+            # my position from the centre and the target's from me, in my heading's frame
+            centre = radius - own[:, SELF_BOUNDARY].astype(np.float64) * RANGE_SCALE_M
+            me = (-centre * own[:, SELF_CENTRE_COS], -centre * own[:, SELF_CENTRE_SIN])
+            fastest = np.where(enemy_alive, enemies[:, :, ENEMY_SPEED], -1.0).argmax(axis=1)
+            target = enemies[np.arange(len(obs)), fastest]
+            target_range = target[:, ENEMY_RANGE].astype(np.float64) * RANGE_SCALE_M
+            to_target = (target_range * target[:, ENEMY_BEARING_COS],
+                         target_range * target[:, ENEMY_BEARING_SIN])
         lists = ((layout.own_missiles(obs), 1.0, enemy_speed), (layout.threats(obs), -1.0, my_speed))
         for block, sign, flee in lists:
             # only the missiles in flight are worked out (most slots are empty)
             row, slot = np.nonzero((block[:, :, MISSILE_PRESENT] > 0.5) & alive[:, None])
             missile = block[row, slot]
-            reach = model.reach(missile[:, MISSILE_SPEED] * SPEED_SCALE_MS,
-                                missile[:, MISSILE_TOF] * model.max_time_s, flee[row])
+            speed = missile[:, MISSILE_SPEED] * SPEED_SCALE_MS
+            tof = missile[:, MISSILE_TOF] * model.max_time_s
+            if self.edge:
+                along = _fleeing(me[0][row], me[1][row], to_target[0][row], to_target[1][row],
+                                 missile[:, MISSILE_BEARING_COS], missile[:, MISSILE_BEARING_SIN],
+                                 missile[:, MISSILE_RANGE].astype(np.float64) * RANGE_SCALE_M,
+                                 threat=sign < 0, sqrt=np.sqrt, where=np.where)
+                reach = model.reach_before_edge(speed, tof, flee[row], room(*along, radius))
+            else:
+                reach = model.reach(speed, tof, flee[row])
             margin = np.clip((reach - missile[:, MISSILE_RANGE] * RANGE_SCALE_M) / self.scale_m,
                              -1.0, self.max_margin)
             total += np.bincount(row, weights=sign * margin, minlength=len(obs))
@@ -387,11 +422,29 @@ class MissileReach(MidrangeShaping):
         my_speed = own[:, SELF_SPEED] * fighter_vt
         total = torch.zeros(len(obs), dtype=torch.float64, device=obs.device)
         scale = torch.tensor(self.scale_m, dtype=torch.float64, device=obs.device)
+        if self.edge:
+            f64 = torch.float64
+            radius = float(params.get("arena_radius_m", MIDRANGE_PARAMS["arena_radius_m"].default))
+            centre = radius - own[:, SELF_BOUNDARY].to(f64) * RANGE_SCALE_M
+            me = ((-centre * own[:, SELF_CENTRE_COS])[:, None], (-centre * own[:, SELF_CENTRE_SIN])[:, None])
+            fastest = torch.where(enemy_alive, enemies[:, :, ENEMY_SPEED], -1.0).argmax(dim=1)
+            target = enemies[torch.arange(len(obs), device=obs.device), fastest]
+            target_range = target[:, ENEMY_RANGE].to(f64) * RANGE_SCALE_M
+            to_target = ((target_range * target[:, ENEMY_BEARING_COS])[:, None],
+                         (target_range * target[:, ENEMY_BEARING_SIN])[:, None])
         lists = ((layout.own_missiles(obs), 1.0, enemy_speed), (layout.threats(obs), -1.0, my_speed))
         for block, sign, flee in lists:
             in_flight = (block[:, :, MISSILE_PRESENT] > 0.5) & alive[:, None]
-            reach = model.reach_torch(block[:, :, MISSILE_SPEED] * SPEED_SCALE_MS,
-                                      block[:, :, MISSILE_TOF] * model.max_time_s, flee[:, None])
+            speed = block[:, :, MISSILE_SPEED] * SPEED_SCALE_MS
+            tof = block[:, :, MISSILE_TOF] * model.max_time_s
+            if self.edge:
+                along = _fleeing(*me, *to_target, block[:, :, MISSILE_BEARING_COS].to(f64),
+                                 block[:, :, MISSILE_BEARING_SIN].to(f64),
+                                 block[:, :, MISSILE_RANGE].to(f64) * RANGE_SCALE_M,
+                                 threat=sign < 0, sqrt=torch.sqrt, where=torch.where)
+                reach = model.reach_before_edge_torch(speed, tof, flee[:, None], room_torch(*along, radius))
+            else:
+                reach = model.reach_torch(speed, tof, flee[:, None])
             margin = (reach - block[:, :, MISSILE_RANGE] * RANGE_SCALE_M) / scale
             margin = margin.clamp(-1.0, self.max_margin)
             margin = torch.where(in_flight, margin * sign, 0.0)
@@ -400,6 +453,30 @@ class MissileReach(MidrangeShaping):
                 summed = summed + margin[:, k]
             total = total + summed
         return total.to(torch.float32)
+
+
+def _fleeing(me_x: Any, me_y: Any, target_x: Any, target_y: Any, bearing_cos: Any, bearing_sin: Any,
+             missile_range: Any, *, threat: bool, sqrt: Any, where: Any) -> tuple[Any, ...]:
+    """(position from the centre, unit direction away from the missile) of the fighter a missile is
+    after, in my heading's frame, as ``room`` takes them (numpy arrays or float64 tensors, with the
+    library's ``sqrt`` and ``where``). A threat's fighter is me, fleeing against its
+    bearing. My own missile's is the target: the missile lies along its bearing at the distance
+    ``b`` from me where ``|target - b * bearing| = missile_range``, the nearer root unless it is
+    behind me."""
+    if threat:
+        return me_x, me_y, -bearing_cos, -bearing_sin
+    along = target_x * bearing_cos + target_y * bearing_sin
+    square = along * along - (target_x * target_x + target_y * target_y) + missile_range * missile_range
+    disc = sqrt(where(square > 0.0, square, 0.0))
+    near = along - disc
+    b = where(near >= 0.0, near, along + disc)
+    away_x, away_y = target_x - b * bearing_cos, target_y - b * bearing_sin
+    norm = sqrt(away_x * away_x + away_y * away_y)
+    # a missile on its target (no line to take) flees along its bearing
+    safe = where(norm > 1.0, norm, 1.0)
+    ux = where(norm > 1.0, away_x / safe, bearing_cos)
+    uy = where(norm > 1.0, away_y / safe, bearing_sin)
+    return me_x + target_x, me_y + target_y, ux, uy
 
 
 #: numpy's float32 ``degrees`` multiplies by 180f / pi_f (57.295776), not by float32(180 / pi)
