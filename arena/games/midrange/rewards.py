@@ -336,8 +336,9 @@ class MissileReach(MidrangeShaping):
     so running from a threat toward a nearby edge keeps it no further out of reach, and a shot at
     a target with its back to the edge counts as inside. A threat's line is exact (its bearing from
     me); my own missile's is worked out from its bearing from me and its range to the target (the
-    fastest alive enemy, as above), taking the missile on the near side of the target, where it
-    flies until it hits, so in 1v1 the term is zero-sum only up to that and float32 rounding."""
+    fastest alive enemy, as above): of the two points on that bearing at that range, the one nearer
+    me (the farther only when the nearer is behind me). So in 1v1 the term is zero-sum only up to
+    that choice and float32 rounding."""
 
     def __init__(
         self,
