@@ -68,6 +68,35 @@ def test_a_candidate_is_rejected_only_when_the_best_lies_above_its_whole_interva
     assert not rejects(GuardScore("s3", "a", 0.0, 0.0, 0.02), None)  # nothing to fall below
 
 
+def test_with_a_bar_the_latest_snapshot_clearing_it_is_the_best():
+    records = [record("s0", "a", 10, 0, 190), record("s1", "a", 169, 0, 31),  # a lucky early 0.845
+               record("s2", "a", 148, 0, 52), record("s3", "a", 166, 0, 34), record("s4", "a", 96, 0, 104)]
+    snapshots = ["s0", "s1", "s2", "s3", "s4"]
+    assert best_snapshot(records, snapshots, ["a"]).player_id == "s1"  # no bar: the highest score
+    best = best_snapshot(records, snapshots, ["a"], bar=0.8)
+    assert best is not None and (best.player_id, best.score) == ("s3", 0.83)  # the latest at or above 0.8
+    assert best_snapshot(records, snapshots, ["a"], bar=0.9).player_id == "s1"  # none clears it: the highest
+
+
+def test_with_a_bar_only_a_clear_drop_below_the_bar_is_rejected():
+    best = GuardScore("s2", "a", 0.95, 0.91, 0.97)
+    near = GuardScore("s3", "a", 0.82, 0.76, 0.87)
+    assert rejects(near, best)  # clearly below the best
+    assert not rejects(near, best, bar=0.8)  # but above the bar
+    assert not rejects(GuardScore("s3", "a", 0.78, 0.72, 0.83), best, bar=0.8)  # within chance of the bar
+    assert rejects(GuardScore("s3", "a", 0.70, 0.63, 0.77), best, bar=0.8)  # clearly below the bar
+    low = GuardScore("s2", "a", 0.6, 0.53, 0.67)  # a best below the bar is judged as without one
+    assert rejects(GuardScore("s3", "a", 0.4, 0.33, 0.47), low, bar=0.8)
+    assert not rejects(GuardScore("s3", "a", 0.55, 0.48, 0.62), low, bar=0.8)
+
+
+def test_a_guard_bar_outside_zero_to_one_is_refused_by_name():
+    for bad in (0, 1.5, -0.2):
+        with pytest.raises(ValueError, match=r"guard_bar=.* must be a number in \(0, 1\] or null"):
+            league_config({"gauntlet": {"guard_bar": bad}}).validate("rpsw")
+    league_config({"gauntlet": {"guard_bar": 0.8}}).validate("rpsw")
+
+
 def test_a_guard_margin_outside_zero_to_one_or_a_patience_below_one_is_refused_by_name():
     with pytest.raises(ValueError, match="league.gauntlet.guard_margin=2"):
         league_config({"gauntlet": {"guard_margin": 2}}).validate("rpsw")

@@ -164,7 +164,8 @@ class GauntletConfig:
     and when the best gauntleted snapshot's lowest score lies above its interval by more than
     ``guard_margin``, the snapshot publishes the best snapshot's weights instead; after
     ``guard_patience`` such rejections in a row the learner itself is restored from the best snapshot
-    (``arena.league.run.guard``)."""
+    (``arena.league.run.guard``). ``guard_bar`` (null: none) caps the scores the guard compares: the
+    latest snapshot that clears it is the best, and only a clear drop below it is rejected."""
 
     players: list[str] | None = None
     games: int = 200
@@ -174,6 +175,7 @@ class GauntletConfig:
     guard: bool = True  # restore the learner from the best snapshot when a gauntlet shows a clear drop
     guard_margin: float = 0.0  # extra drop tolerated beyond the candidate's 95% interval
     guard_patience: int = 3  # rejections in a row before the learner is restored (1: at every one)
+    guard_bar: float | None = None  # scores compared capped at it: the latest snapshot clearing it is best
 
 
 @dataclass
@@ -251,6 +253,11 @@ class LeagueConfig:
         if isinstance(g.guard_margin, bool) or not isinstance(g.guard_margin, int | float) or not (
                 0.0 <= g.guard_margin <= 1.0):
             raise ValueError(f"league.gauntlet.guard_margin={g.guard_margin!r} must be a number in [0, 1]")
+        bar = g.guard_bar
+        if bar is not None and (isinstance(bar, bool) or not isinstance(bar, int | float)
+                                or not 0.0 < bar <= 1.0):
+            raise ValueError(f"league.gauntlet.guard_bar={g.guard_bar!r} must be a number in (0, 1] or null "
+                             "(no bar)")
         patience = g.guard_patience
         if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
             raise ValueError(f"league.gauntlet.guard_patience={g.guard_patience!r} must be an integer >= 1 "

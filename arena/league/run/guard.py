@@ -13,7 +13,13 @@ before they are published:
   of equals), read from the league store, so a resumed run judges as the uninterrupted one.
 - The candidate is *rejected* when the best's score lies above the candidate's whole interval, by more
   than ``league.gauntlet.guard_margin`` (default 0): a drop the gauntlet's games cannot explain by
-  chance. A rejected candidate is never published: the snapshot holds the best snapshot's weights
+  chance.
+- With ``league.gauntlet.guard_bar`` (default null: none), scores are compared capped at the bar: a
+  snapshot that clears it is as good as the best, and the best is the *latest* snapshot that cleared
+  it. Without a bar one lucky early gauntlet (0.845 over 200 games at 5M samples) can stay the best
+  for the whole run and be published in place of every later, longer-trained network that scores
+  0.83; with ``guard_bar=0.8`` the later one is published, and only drops below the bar are
+  rejected. A rejected candidate is never published: the snapshot holds the best snapshot's weights
   (read from its file, sha256-checked) and plays the gauntlet under its own id. The candidate's
   weights are kept in ``<run_dir>/league/rejected/`` to play back (the league never loads them).
 - The learner keeps its own weights and goes on learning until ``league.gauntlet.guard_patience``
@@ -85,9 +91,11 @@ def guard_score(records: Sequence[GauntletRecord]) -> GuardScore:
 
 
 def best_snapshot(records: Iterable[GauntletRecord], snapshots: Sequence[str],
-                  references: Sequence[str]) -> GuardScore | None:
+                  references: Sequence[str], bar: float | None = None) -> GuardScore | None:
     """The best of ``snapshots`` (in snapshot order) that played every one of ``references``: the
-    highest guard score, the latest of equals. None when none has played them all."""
+    highest guard score, the latest of equals. With a ``bar``, scores are compared capped at it: every
+    snapshot at or above the bar is as good as any other, so the latest of them is the best. None when
+    none has played them all."""
     wanted = set(references)
     by_player: dict[str, dict[str, GauntletRecord]] = {}
     for record in records:  # in the order played: a replayed pair keeps its latest result
@@ -99,16 +107,26 @@ def best_snapshot(records: Iterable[GauntletRecord], snapshots: Sequence[str],
         if set(played) != wanted:
             continue
         score = guard_score(list(played.values()))
-        if best is None or score.score >= best.score:
+        if best is None or capped(score.score, bar) >= capped(best.score, bar):
             best = score
     return best
 
 
-def rejects(candidate: GuardScore, best: GuardScore | None, margin: float = 0.0) -> bool:
-    """Whether the best snapshot's score lies above the candidate's 95% interval by more than ``margin``."""
-    if best is None or candidate.score >= best.score:
+def capped(score: float, bar: float | None) -> float:
+    """``score`` as the guard compares it: no higher than ``bar`` (None: uncapped)."""
+    return score if bar is None else min(score, bar)
+
+
+def rejects(candidate: GuardScore, best: GuardScore | None, margin: float = 0.0,
+            bar: float | None = None) -> bool:
+    """Whether the best snapshot's score, capped at ``bar`` (None: uncapped), lies above the candidate's
+    95% interval by more than ``margin``."""
+    if best is None:
         return False
-    return candidate.upper + margin < best.score - 1e-9  # a rounding of the interval is not a drop
+    target = capped(best.score, bar)
+    if candidate.score >= target:
+        return False
+    return candidate.upper + margin < target - 1e-9  # a rounding of the interval is not a drop
 
 
 class Guard:
@@ -187,7 +205,8 @@ class Guard:
     def _best_score(self, learner: LeagueLearner) -> GuardScore | None:
         assert self.gauntlet is not None
         snapshots = [p.player_id for p in self.league.pool.snapshots(parent=learner.player_id)]
-        return best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references))
+        return best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references),
+                             self.config.guard_bar)
 
     def judge(self, learner: LeagueLearner) -> tuple[list[GauntletRecord], Policy | None]:
         """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall
@@ -211,7 +230,7 @@ class Guard:
                 raise
         candidate = guard_score([r for r in records if r.reference in self.gauntlet.references])
         counts = self.counts()
-        if not rejects(candidate, best, self.config.guard_margin):
+        if not rejects(candidate, best, self.config.guard_margin, self.config.guard_bar):
             path.unlink(missing_ok=True)
             if counts.in_a_row:
                 self._set_counts(dataclasses.replace(counts, in_a_row=0))
