@@ -13,15 +13,15 @@ before they are published:
   of equals), read from the league store, so a resumed run judges as the uninterrupted one.
 - The candidate is *rejected* when the best's score lies above the candidate's whole interval, by more
   than ``league.gauntlet.guard_margin`` (default 0): a drop the gauntlet's games cannot explain by
-  chance.
+  chance. A rejected candidate is never published: the snapshot holds the best snapshot's weights
+  (read from its file, sha256-checked) and plays the gauntlet under its own id. The candidate's
+  weights are kept in ``<run_dir>/league/rejected/`` to play back (the league never loads them).
 - With ``league.gauntlet.guard_bar`` (default null: none), scores are compared capped at the bar: a
   snapshot that clears it is as good as the best, and the best is the *latest* snapshot that cleared
   it. Without a bar one lucky early gauntlet (0.845 over 200 games at 5M samples) can stay the best
   for the whole run and be published in place of every later, longer-trained network that scores
   0.83; with ``guard_bar=0.8`` the later one is published, and only drops below the bar are
-  rejected. A rejected candidate is never published: the snapshot holds the best snapshot's weights
-  (read from its file, sha256-checked) and plays the gauntlet under its own id. The candidate's
-  weights are kept in ``<run_dir>/league/rejected/`` to play back (the league never loads them).
+  rejected.
 - The learner keeps its own weights and goes on learning until ``league.gauntlet.guard_patience``
   (default 3) candidates in a row are rejected; then its weights are restored from the best
   snapshot and its optimizer's moments cleared. Until a gauntlet accepts it again (or it is
