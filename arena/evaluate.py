@@ -33,6 +33,7 @@ from arena.evaluation.round_robin import play_round_robin
 from arena.evaluation.runner import MatchSettings, SprtSettings, play_match
 from arena.games import DEFAULT_GAME, spec
 from arena.games import require as require_feature
+from arena.provenance import provenance
 from arena.replay.file import REPLAY_GAMES, replay_file_name, save_replay
 from arena.replay.record import ReplayRecorder
 
@@ -158,7 +159,7 @@ def _head_to_head(args: argparse.Namespace) -> int:
     _log_result(args, f"{args.players[0]} vs {args.players[1]}", "log_match", result)
     replays = _save_replays(recorder, result, args.replays) if recorder is not None else None
     if args.json:
-        out = result.as_dict()
+        out = {**result.as_dict(), "provenance": provenance()}
         if ids is not None:
             out["recorded"] = {"run_dir": args.record, "a": ids[0], "b": ids[1],
                                "matches": len(result.matches)}
@@ -235,7 +236,8 @@ def _round_robin(args: argparse.Namespace) -> int:
         rr = play_round_robin(players, settings, anchor=args.anchor,
                               on_progress=None if update is None else on_progress)
     _log_result(args, f"round robin of {args.league}", "log_round_robin", rr)
-    print(json.dumps(rr.as_dict(), indent=2) if args.json else format_round_robin(rr))
+    print(json.dumps({**rr.as_dict(), "provenance": provenance()}, indent=2) if args.json
+          else format_round_robin(rr))
     return 0
 
 

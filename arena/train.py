@@ -55,6 +55,7 @@ from arena.league.config import LeagueConfig, league_config
 from arena.league.model.store import LEAGUE_DB
 from arena.league.run.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
 from arena.league.run.league_run import LeagueRun
+from arena.provenance import record_start
 from arena.rewards import build_reward
 from arena.stop_signal import sigterm_stops_as_ctrl_c
 from arena.sweep.plan import plan
@@ -290,6 +291,8 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
         for note in parts["placement"].notes:
             logger.info(note)
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+        record_start(run_dir, resumed_from=None if resume_path is None else str(resume_path),
+                     step=trainer.global_step, ranks=1 if collective is None else collective.world)
     log = NoneLogger()  # ranks other than 0 log nothing
     if main:
         log = make_logger(cfg.logger.kind, run_dir, **_logger_options(cfg, run_dir, trainer))

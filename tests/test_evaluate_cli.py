@@ -39,6 +39,7 @@ def test_json_output_holds_the_counts_and_the_sprt_verdict(capsys):
             "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["provenance"]["cpus"] >= 1 and "commit" in out["provenance"]  # where the figures came from
     assert out["wins"] == out["games"] < 1000 and out["losses"] == 0
     assert out["sprt"]["verdict"] == "H1" and out["sprt"]["llr"] > 2.9 and out["stopped_early"]
     assert out["score_ci95"][0] > 0.5

@@ -180,6 +180,16 @@ def test_cli_resume_latest_continues_the_same_run(tmp_path):
     assert steps[-1] >= 6000 and first in steps and steps == sorted(steps)
 
 
+def test_every_start_of_a_run_records_its_commit_and_machine(tmp_path):
+    run_dir = tmp_path / "run"
+    assert main([*QUICK, f"run_dir={run_dir}"]) == 0
+    assert main([*QUICK, f"run_dir={run_dir}", "trainer.total_timesteps=6000", "trainer.resume=latest"]) == 0
+    starts = json.loads((run_dir / "provenance.json").read_text())
+    assert len(starts) == 2 and starts[0]["resumed_from"] is None and starts[0]["step"] == 0
+    assert starts[1]["resumed_from"] and starts[1]["step"] > 0
+    assert all(s["cpus"] >= 1 and s["ranks"] == 1 and "commit" in s for s in starts)
+
+
 def test_cli_resume_from_a_missing_checkpoint_is_a_clear_error(tmp_path, capsys):
     assert main([*QUICK, f"run_dir={tmp_path / 'none'}", "trainer.resume=latest"]) == 2
     assert "no checkpoint" in capsys.readouterr().err
