@@ -233,7 +233,7 @@ def test_python_dash_m_single_run_exits_0_naming_its_run_dir_and_hydra_writes_no
     assert "run directory: r" in done.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["r"]
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
-        ".arena.lock", "checkpoints", "config.yaml", "metrics.jsonl"]
+        ".arena.lock", "checkpoints", "config.yaml", "metrics.jsonl", "provenance.json"]
 
 
 def test_python_dash_m_exits_2_on_a_misspelt_key_single_run_or_sweep(tmp_path):
