@@ -13,6 +13,7 @@ from arena.agents.policy import Policy, load_policy
 from arena.games.rpsw.bots import THROWS
 from arena.league.__main__ import main as league_cli
 from arena.league.config import league_config
+from arena.league.model.published import published as league_published
 from arena.league.model.store import GauntletRecord
 from arena.league.run.guard import (
     CANDIDATE_FILE,
@@ -336,6 +337,33 @@ def test_a_learner_that_holds_at_the_end_publishes_its_own_judged_weights(tmp_pa
     assert len(snapshots) == 2
     assert [r.player_id for r in run.league.store.gauntlet()] == [s.player_id for s in snapshots]
     assert run.league.store.meta().get("guard_rejections", "0") == "0"
+    trainer.close()
+    run.close()
+
+
+def test_a_run_that_stops_right_after_an_unjudged_snapshot_still_ends_on_a_judged_one(tmp_path):
+    # A snapshot after every rollout (64 learner samples); a gauntlet every other one (128 apart).
+    run, trainer = open_run(tmp_path, guard_patience=3, every_steps=100)
+    snapshot_after(run, trainer, "paper")  # the first snapshot: gauntleted, accepted
+    best_weights = weights_of(trainer.policy)
+    always(trainer.policy, "scissors")  # the learner falls ...
+    trainer.evaluate()
+    trainer.mean_and_log()  # ... and its next snapshot, at the step it stops at, is an unjudged one
+    snapshots = run.league.pool.snapshots(parent="learner")
+    assert len(snapshots) == 2 and snapshots[-1].step == trainer.global_step
+    assert snapshots[-1].player_id not in {r.player_id for r in run.league.store.gauntlet()}
+    assert run.finish(trainer.global_step)  # no training since: its weights play the gauntlet, rejected
+    snapshots = run.league.pool.snapshots(parent="learner")
+    assert len(snapshots) == 3 and snapshots[-1].step == snapshots[-2].step == trainer.global_step
+    assert run.league.store.has_gauntlet(snapshots[-1].player_id)
+    played = {r.player_id: r.score()[0] for r in run.league.store.gauntlet()}
+    assert played[snapshots[-1].player_id] == 1.0  # the newest snapshot holds the best's weights
+    published = load_policy(str(tmp_path / snapshots[-1].path))
+    assert all(torch.equal(published.state_dict()[k], best_weights[k]) for k in best_weights)
+    # league:RUN publishes it
+    assert [m.player_id for m in league_published(tmp_path).members] == [snapshots[-1].player_id]
+    assert not run.finish(trainer.global_step)  # the newest snapshot is judged now: nothing to do
+    assert len(run.league.pool.snapshots(parent="learner")) == 3
     trainer.close()
     run.close()
 

@@ -460,6 +460,11 @@ class LeagueStore:
         ).fetchall()
         return [GauntletRecord(*row) for row in rows]
 
+    def has_gauntlet(self, player_id: str) -> bool:
+        """Whether ``player_id`` has played the gauntlet (has a gauntlet row): one indexed look-up."""
+        query = "SELECT 1 FROM gauntlet WHERE player_id = ? LIMIT 1"
+        return self._conn.execute(query, (player_id,)).fetchone() is not None
+
     # -- matches -------------------------------------------------------------------------------
 
     def record_match(

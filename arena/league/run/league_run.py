@@ -293,21 +293,27 @@ class LeagueRun:
         """At the end of a run (done, or stopped by Ctrl-C): the main learner's last weights become a
         snapshot only through the gauntlet and the guard, so the run's newest snapshot is a judged
         one (the learner's weights, or the best snapshot's when they fall clearly below it), not
-        whatever the learner held at its last unjudged snapshot. Nothing happens without the guard
-        or when the learner has not trained since its newest snapshot. Returns whether it took a
-        snapshot (whose gauntlet and guard metrics ``metrics()`` then gives). ``step``: the learner's
-        step now (the run may stop after its last update, e.g. by Ctrl-C in a rollout), else the last
-        update's."""
+        whatever the learner held at its last unjudged snapshot. That holds when the run stops right
+        after an unjudged snapshot, with no training since: the same weights play the gauntlet as one
+        more snapshot at the same step. Nothing happens without the guard, or when the newest snapshot
+        was judged and the learner has not trained since (so a second call adds nothing). Returns
+        whether it took a snapshot (whose gauntlet and guard metrics ``metrics()`` then gives).
+        ``step``: the learner's step now (the run may stop after its last update, e.g. by Ctrl-C in a
+        rollout), else the last update's."""
         if self.main is None or not self.guard.active:
             return False
         if step is not None:
             self.main.step = int(step)
         step = self.main.step
-        last = self.league.last_snapshot_step(self.main.player_id)
-        if last is not None and step <= last:
-            return False
-        logger.info("end of run: the learner's weights at step %d play the gauntlet for its last snapshot",
-                    step)
+        latest = self.league.pool.latest_snapshot(parent=self.main.player_id)
+        if latest is not None and latest.step is not None and step <= latest.step:
+            if self.league.store.has_gauntlet(latest.player_id):
+                return False  # judged, and nothing learnt since
+            logger.info("end of run: the newest snapshot %s is unjudged; the learner's weights at step %d "
+                        "play the gauntlet for one more", latest.player_id, step)
+        else:
+            logger.info("end of run: the learner's weights at step %d play the gauntlet for its last "
+                        "snapshot", step)
         self.maybe_snapshot(self.main, final=True)
         return True
 
