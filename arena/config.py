@@ -257,6 +257,22 @@ def _explain_choice(overrides: list[str]) -> str | None:
     return None
 
 
+def with_league_reward(cfg: Any) -> Any:
+    """``cfg`` with the reward terms its league adds for its game (``league.reward_terms.<env.name>``)
+    joined to ``reward.terms``; a term the run's reward already names keeps the run's settings."""
+    from omegaconf import open_dict
+
+    league = cfg.get("league")
+    added = (league.get("reward_terms") or {}).get(str(cfg.env.name)) if league is not None else None
+    if not added:
+        return cfg
+    with open_dict(cfg.reward.terms):
+        for name, term in added.items():
+            if name not in cfg.reward.terms:
+                cfg.reward.terms[name] = term
+    return cfg
+
+
 def compose_run_config(overrides: list[str], with_hydra: bool = False) -> Any:
     """The resolved run config for command-line ``overrides``; a clear ``ValueError`` otherwise.
     ``with_hydra``: keep hydra's own node (``cfg.hydra``: the sweeper, its search space, output dirs)."""
@@ -270,7 +286,7 @@ def compose_run_config(overrides: list[str], with_hydra: bool = False) -> Any:
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         try:
-            return compose("config", overrides=overrides, return_hydra_config=with_hydra)
+            return with_league_reward(compose("config", overrides=overrides, return_hydra_config=with_hydra))
         except (HydraException, OmegaConfBaseException) as exc:
             groups = [o for o in overrides if o.lstrip("+").split("=", 1)[0] in GROUPS]
             try:

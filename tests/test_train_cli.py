@@ -48,6 +48,30 @@ def test_the_bare_command_uses_the_from_scratch_recipe_and_rpsw_keeps_the_outcom
     assert compose_run_config(["agent.action_prior=null"]).agent.action_prior is None
 
 
+def test_the_robust_league_adds_midrange_reward_terms_that_the_command_line_can_change():
+    robust = compose_run_config(["+league=robust"])
+    reach, edge = robust.reward.terms.missile_reach, robust.reward.terms.left_arena
+    assert reach.edge is True and reach.weight == 0.3 and reach.max_margin == 0.0
+    assert edge.event == "left_arena" and edge.scale == -1.0 and edge.weight == 0.5
+    assert set(compose_run_config([]).reward.terms) < set(robust.reward.terms)  # the rest: midrange's own
+    assert "missile_reach" not in compose_run_config(["+league=selfplay"]).reward.terms
+    # the run's own settings of a term win; a game the league names no terms for gets none
+    mine = compose_run_config(["+league=robust",
+                               "+reward.terms.left_arena={_target_:event,event:left_arena,weight:2.0}"])
+    assert mine.reward.terms.left_arena.weight == 2.0 and "scale" not in mine.reward.terms.left_arena
+    assert list(compose_run_config(["env=rpsw", "+league=robust"]).reward.terms) == ["outcome"]
+    dropped = compose_run_config(["+league=robust", "~league.reward_terms.midrange"])
+    assert "missile_reach" not in dropped.reward.terms
+    # the league's own exploiter trains with as many envs as the learner
+    assert compose_run_config(["+league=robust", "trainer.num_envs=64"]).league.main_exploiter.num_envs == 64
+
+
+def test_league_reward_terms_for_an_unknown_game_are_refused_naming_the_games():
+    cfg = compose_run_config(["+league=robust", "+league.reward_terms.midrang={}"])
+    with pytest.raises(ValueError, match="league.reward_terms.midrang: unknown game 'midrang'; games: "):
+        run_league_config(cfg)
+
+
 def test_team_games_train_with_the_teams_trainers_unless_the_command_line_names_one():
     default = compose_run_config([]).trainer
     teams = compose_run_config(["env=midrange_2v2", "+league=selfplay"]).trainer

@@ -220,6 +220,11 @@ class LeagueConfig:
     # PSRO's meta-game (with publish: nash or the matchmaking source nash): games each new snapshot of
     # the main learner plays against each earlier one
     meta_games: int = 200
+    # Reward terms the league's recipe adds for a game, keyed by the game's name (env.name): each term
+    # joins reward.terms when composing the run's config, unless reward.terms already names it (the
+    # run's own terms win). The robust league adds midrange's shot-selection and arena-edge terms;
+    # other games get none.
+    reward_terms: dict[str, Any] = field(default_factory=dict)
 
     def validate(self, game: str | None = None) -> LeagueConfig:
         """Checks every value; raises ``ValueError`` naming the key and what is allowed."""
@@ -237,6 +242,17 @@ class LeagueConfig:
             raise ValueError(f"league.view_players={self.view_players} must be at most {MAX_VIEW_PLAYERS}: "
                              f"its payoff table holds view_players^2 rows and W&B keeps 10,000 "
                              "(`python -m arena.league show RUN_DIR --all` draws every player)")
+        if not isinstance(self.reward_terms, dict):
+            raise ValueError(f"league.reward_terms={self.reward_terms!r} must map game names to reward terms")
+        from arena.games import GAMES
+
+        for name, terms in self.reward_terms.items():
+            if name not in GAMES:
+                raise ValueError(f"league.reward_terms.{name}: unknown game {name!r}; "
+                                 f"games: {', '.join(GAMES)}")
+            if not isinstance(terms, dict):
+                raise ValueError(f"league.reward_terms.{name}={terms!r} must map term names to terms "
+                                 "({_target_: ..., weight: ...})")
         g = self.gauntlet
         if isinstance(g.games, bool) or not isinstance(g.games, int) or g.games < 0:
             raise ValueError(f"league.gauntlet.games={g.games!r} must be an integer >= 0 (0: no gauntlet)")
