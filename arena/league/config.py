@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.agents.scripted import SCRIPTED_BOTS
+from arena.games import GAMES
 from arena.league.matchmaking.exploiters import MAIN_EXPLOITER_TARGETS
 from arena.league.matchmaking.pfsp import SOURCES, WEIGHTINGS
 from arena.league.model.players import EXPLOITER_KINDS, PLAYER_KINDS
@@ -244,8 +245,6 @@ class LeagueConfig:
                              "(`python -m arena.league show RUN_DIR --all` draws every player)")
         if not isinstance(self.reward_terms, dict):
             raise ValueError(f"league.reward_terms={self.reward_terms!r} must map game names to reward terms")
-        from arena.games import GAMES
-
         for name, terms in self.reward_terms.items():
             if name not in GAMES:
                 raise ValueError(f"league.reward_terms.{name}: unknown game {name!r}; "
