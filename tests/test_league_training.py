@@ -186,6 +186,36 @@ def test_the_main_learner_can_play_a_continuing_main_exploiters_live_weights(tmp
     assert "league.main_exploiter.reset_prob=0, not 1.0" in err
 
 
+def test_a_main_exploiter_with_a_start_score_waits_for_the_learners_gauntlet(tmp_path, capsys):
+    # the learner's first snapshot (and gauntlet) comes after ~3000 samples, its second update or later
+    common = [*FAST, "+league=robust", "trainer.total_timesteps=6000", "league.snapshot.every_steps=3000",
+              "league.snapshot.beat_all_threshold=null", "league.main_exploiter.num_envs=8",
+              "league.gauntlet.games=20", "league.gauntlet.every_steps=1000"]
+    waited = tmp_path / "waited"
+    # any gauntlet score clears 0: the exploiter starts right after the learner's first gauntlet
+    assert main([*common, f"run_dir={waited}", "league.main_exploiter.start_score=0.0"]) == 0
+    with _store(waited) as store:
+        first_gauntlet = min(r.learner_step for r in store.gauntlet())
+    rows = [r for r in _metrics(waited) if "update" in r]
+    started = [r["global_step"] for r in rows if "main_exploiter/SPS" in r]
+    assert first_gauntlet > 0 and started, "the exploiter must start once the learner has played a gauntlet"
+    assert min(started) >= first_gauntlet
+    assert rows[0]["global_step"] < first_gauntlet  # the learner trained alone before it
+    never = tmp_path / "never"
+    # a score no snapshot reaches (a perfect score against every reference): it never starts, and the
+    # learner's share of matches against it goes to mirror play
+    assert main([*common, f"run_dir={never}", "league.main_exploiter.start_score=1.0"]) == 0
+    with _store(never) as store:
+        assert not any(p.kind == "main_exploiter" for p in store.players())
+        assert all(m.team_a == ("learner",) for m in store.matches())
+    assert not any("main_exploiter/SPS" in r for r in _metrics(never))
+    for bad, message in [(["league.main_exploiter.start_score=1.5"], "start_score=1.5 must be in [0, 1]"),
+                         (["league.main_exploiter.start_score=0.5", "league.gauntlet.games=0"],
+                          "league.gauntlet.games=0 plays no gauntlet")]:
+        assert main([*common, f"run_dir={tmp_path / 'bad'}", *bad]) == 2
+        assert message in capsys.readouterr().err
+
+
 def test_a_league_run_rejects_stages_that_set_opponents(tmp_path, capsys):
     argv = [*FAST, "+league=selfplay", f"run_dir={tmp_path / 'r'}",
             "+stages=[{steps: 100, opponents: {players: [mirror], weights: [1]}}]"]

@@ -111,6 +111,10 @@ class MainExploiterConfig:
     # What a new generation starts from: "fresh" weights, or a copy of the main "learner"'s weights
     # then (it can fly from its first match, and sets out from the learner's own style).
     init: str = "fresh"
+    # When its first generation starts: None, with the main learner; a score, once one of the main
+    # learner's snapshots has scored at least that in its gauntlet against every reference (the
+    # guard's score), so that the learner has the whole compute until it has learnt to fight.
+    start_score: float | None = None
 
 
 @dataclass
@@ -333,6 +337,18 @@ class LeagueConfig:
             if m.target not in MAIN_EXPLOITER_TARGETS:
                 raise ValueError(f"league.main_exploiter.target={m.target!r} must be one of "
                                  f"{list(MAIN_EXPLOITER_TARGETS)}")
+            if m.start_score is not None:
+                _check_unit(m.start_score, "league.main_exploiter.start_score")
+                if self.gauntlet.games <= 0:
+                    raise ValueError(
+                        f"league.main_exploiter.start_score={m.start_score} waits for a gauntlet score, but "
+                        f"league.gauntlet.games={self.gauntlet.games} plays no gauntlet; give it games or "
+                        "set league.main_exploiter.start_score=null")
+                if self.exploiter_ranks:
+                    raise ValueError(
+                        f"league.main_exploiter.start_score={m.start_score} is not supported with "
+                        "league.exploiter_ranks=true (an exploiter rank trains from the first round); set "
+                        "one of them to null/false")
         if self.league_exploiter is not None:
             e = self.league_exploiter
             _check_num_envs(e.num_envs, "league.league_exploiter.num_envs")

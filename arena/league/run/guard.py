@@ -202,6 +202,15 @@ class Guard:
         best = self._best_score(learner)
         return None if best is None else best.player_id
 
+    def reached(self, learner: LeagueLearner, score: float) -> bool:
+        """Whether one of ``learner``'s gauntleted snapshots has scored at least ``score`` against every
+        reference (its guard score, uncapped), read from the store; False without a gauntlet."""
+        if self.gauntlet is None:
+            return False
+        snapshots = [p.player_id for p in self.league.pool.snapshots(parent=learner.player_id)]
+        best = best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references))
+        return best is not None and best.score >= score
+
     def _best_score(self, learner: LeagueLearner) -> GuardScore | None:
         assert self.gauntlet is not None
         snapshots = [p.player_id for p in self.league.pool.snapshots(parent=learner.player_id)]

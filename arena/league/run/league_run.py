@@ -186,7 +186,8 @@ class LeagueRun:
                                            overrides=trainer.env_spec["overrides"], seed=g.seed,
                                            num_threads=trainer.config.num_threads, replays=g.replays,
                                            replay_dir=self.run_dir / REPLAY_DIR)
-        self.exploiter_set.start(self.main, make_reward)
+        main = self.main
+        self.exploiter_set.start(main, make_reward, reached=lambda score: self.guard.reached(main, score))
 
     def use_exploiter_ranks(self, ranks: Any) -> None:
         """Before ``attach``: the exploiters train on ranks of their own (an
