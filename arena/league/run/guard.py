@@ -199,7 +199,7 @@ class Guard:
         restore loads), or None without a gauntlet or before one."""
         if self.gauntlet is None:
             return None
-        best = self._best_score(learner)
+        best = self._best_score(learner, self.config.guard_bar)
         return None if best is None else best.player_id
 
     def reached(self, learner: LeagueLearner, score: float) -> bool:
@@ -207,15 +207,15 @@ class Guard:
         reference (its guard score, uncapped), read from the store; False without a gauntlet."""
         if self.gauntlet is None:
             return False
-        snapshots = [p.player_id for p in self.league.pool.snapshots(parent=learner.player_id)]
-        best = best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references))
+        best = self._best_score(learner, bar=None)
         return best is not None and best.score >= score
 
-    def _best_score(self, learner: LeagueLearner) -> GuardScore | None:
+    def _best_score(self, learner: LeagueLearner, bar: float | None) -> GuardScore | None:
+        """The best of ``learner``'s gauntleted snapshots, compared capped at ``bar`` (None: uncapped)."""
         assert self.gauntlet is not None
         snapshots = [p.player_id for p in self.league.pool.snapshots(parent=learner.player_id)]
         return best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references),
-                             self.config.guard_bar)
+                             bar)
 
     def judge(self, learner: LeagueLearner) -> tuple[list[GauntletRecord], Policy | None]:
         """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall
@@ -226,7 +226,7 @@ class Guard:
         learner's (None: the learner's)."""
         assert self.gauntlet is not None
         pool = self.league.pool
-        best = self._best_score(learner)
+        best = self._best_score(learner, self.config.guard_bar)
         candidate_id = snapshot_id(learner.player_id, pool.count_snapshots(learner.player_id))
         path = self.run_dir / CANDIDATE_FILE
         with self.timer.measure("gauntlet"):
