@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from arena.games import GAMES, spec
 from arena.games.spec import Param
@@ -271,6 +271,22 @@ def with_league_reward(cfg: Any) -> Any:
             if name not in cfg.reward.terms:
                 cfg.reward.terms[name] = term
     return cfg
+
+
+def exploiter_reward_config(cfg: Any) -> Any:
+    """The reward config the league's exploiters train on (``league.exploiter_reward``): ``learner``,
+    the run's ``cfg.reward``; ``game``, a copy without the terms ``league.reward_terms`` joined to it
+    (a term the run's reward gives settings of its own is the run's, and stays)."""
+    league = cfg.get("league")
+    if league is None or str(league.get("exploiter_reward", "learner")) == "learner":
+        return cfg.reward
+    added = (league.get("reward_terms") or {}).get(str(cfg.env.name)) or {}
+    reward = OmegaConf.create(OmegaConf.to_container(cfg.reward, resolve=True))
+    for name, term in added.items():
+        if name in reward.terms and OmegaConf.to_container(reward.terms[name], resolve=True) == \
+                OmegaConf.to_container(term, resolve=True):
+            del reward.terms[name]
+    return reward
 
 
 def compose_run_config(overrides: list[str], with_hydra: bool = False) -> Any:

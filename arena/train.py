@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from arena.config import compose_run_config, game_overrides, opponent_mix
+from arena.config import compose_run_config, exploiter_reward_config, game_overrides, opponent_mix
 from arena.league.config import LeagueConfig, league_config
 from arena.league.model.store import LEAGUE_DB
 from arena.league.run.exploiter_ranks import ExploiterRanks, split_ranks, train_exploiter_rank
@@ -180,9 +180,12 @@ def build_trainer(
     return trainer, parts
 
 
-def build_reward_fn(cfg: Any) -> Any:
+def build_reward_fn(cfg: Any, exploiter: bool = False) -> Any:
+    """The run's reward function; ``exploiter``: the one its league's exploiters train on
+    (``league.exploiter_reward``)."""
     trainer = cfg.trainer
-    return build_reward(_plain(cfg.reward.terms),
+    reward = exploiter_reward_config(cfg) if exploiter else cfg.reward
+    return build_reward(_plain(reward.terms),
                         discount=(float(trainer.gamma), bool(trainer.bootstrap_truncation)))
 
 
@@ -258,7 +261,7 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
         layout, main_collective = split_ranks(run_league_config(cfg), collective,
                                               str(cfg.trainer.device))
         if main_collective is None:
-            train_exploiter_rank(collective, layout, make_reward=lambda: build_reward_fn(cfg))
+            train_exploiter_rank(collective, layout, make_reward=lambda: build_reward_fn(cfg, exploiter=True))
             return run_dir
         ranks = ExploiterRanks(collective, layout)
         collective = main_collective
@@ -278,7 +281,7 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
         trainer, parts = build_trainer(cfg, run_dir, resume_path, matchmaker=league_matchmaker,
                                        collective=collective)
         if league_run is not None:
-            league_run.attach(trainer, make_reward=lambda: build_reward_fn(cfg))
+            league_run.attach(trainer, make_reward=lambda: build_reward_fn(cfg, exploiter=True))
             if ranks is not None:
                 ranks.setup(league_run)
         elif ranks is not None:

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = Path(tmp)
         league = open_league(cfg, run_dir)
         trainer, _ = build_trainer(cfg, run_dir, matchmaker=league.matchmaker())
-        league.attach(trainer, make_reward=lambda: build_reward_fn(cfg))
+        league.attach(trainer, make_reward=lambda: build_reward_fn(cfg, exploiter=True))
         log = make_logger("none", run_dir)
         print(f"league benchmark: {args.game} {tuple(cfg.env.team_sizes)}, +league=selfplay, "
               f"{trainer.config.num_envs} envs, {args.seconds:g} s of training", flush=True)

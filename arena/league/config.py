@@ -23,6 +23,7 @@ from arena.player_specs import SB3_PREFIX, SCRIPTED_PREFIX
 from arena.replay.file import REPLAY_GAMES
 
 EXPLOITER_INITS = ("fresh", "learner")  # what a new exploiter generation's weights start from
+EXPLOITER_REWARDS = ("learner", "game")  # the exploiters' reward: the main learner's, or the game's own
 
 
 @dataclass
@@ -230,6 +231,11 @@ class LeagueConfig:
     # run's own terms win). The robust league adds midrange's shot-selection and arena-edge terms;
     # other games get none.
     reward_terms: dict[str, Any] = field(default_factory=dict)
+    # The exploiters' reward: ``learner``, the main learner's (the run's reward with reward_terms
+    # joined); ``game``, the run's reward without the terms reward_terms adds: an exploiter estimates a
+    # best response, which the game's own payoff defines, as `arena.bench exploit`'s attacker trains
+    # on it, so shaping meant to teach the learner good play does not steer what it looks for.
+    exploiter_reward: str = "learner"
 
     def validate(self, game: str | None = None) -> LeagueConfig:
         """Checks every value; raises ``ValueError`` naming the key and what is allowed."""
@@ -256,6 +262,9 @@ class LeagueConfig:
             if not isinstance(terms, dict):
                 raise ValueError(f"league.reward_terms.{name}={terms!r} must map term names to terms "
                                  "({_target_: ..., weight: ...})")
+        if self.exploiter_reward not in EXPLOITER_REWARDS:
+            raise ValueError(f"league.exploiter_reward={self.exploiter_reward!r} must be one of "
+                             f"{list(EXPLOITER_REWARDS)}")
         g = self.gauntlet
         if isinstance(g.games, bool) or not isinstance(g.games, int) or g.games < 0:
             raise ValueError(f"league.gauntlet.games={g.games!r} must be an integer >= 0 (0: no gauntlet)")
