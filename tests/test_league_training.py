@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from arena.agents.policy import load_policy
-from arena.config import compose_run_config
+from arena.config import compose_run_config, exploiter_reward_config
 from arena.league import LEAGUE_DB, LeagueStore, sha256_file
 from arena.league.__main__ import main as league_cli
 from arena.league.config import league_config
@@ -214,6 +214,28 @@ def test_a_main_exploiter_with_a_start_score_waits_for_the_learners_gauntlet(tmp
                           "league.gauntlet.games=0 plays no gauntlet")]:
         assert main([*common, f"run_dir={tmp_path / 'bad'}", *bad]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_the_exploiters_train_on_the_games_own_reward_when_the_league_says_so(tmp_path, capsys):
+    # the league adds a term for rpsw ("bonus", a second outcome term); the learner always trains with
+    # it, the main exploiter only with league.exploiter_reward=learner (the default)
+    common = [*FAST, "+league=robust", "trainer.total_timesteps=2000", "league.main_exploiter.num_envs=8",
+              "+league.reward_terms.rpsw={bonus: {_target_: outcome, weight: 0.5}}"]
+    terms = {}
+    for choice in ("learner", "game"):
+        run_dir = tmp_path / choice
+        assert main([*common, f"run_dir={run_dir}", f"league.exploiter_reward={choice}"]) == 0
+        rows = [r for r in _metrics(run_dir) if "main_exploiter/global_step" in r]
+        assert rows and all("reward/bonus" in r and "reward/outcome" in r for r in rows)  # the learner's
+        terms[choice] = {k.removeprefix("main_exploiter/reward/") for r in rows for k in r
+                         if k.startswith("main_exploiter/reward/")}
+    assert terms == {"learner": {"outcome", "bonus"}, "game": {"outcome"}}
+    # the run's own setting of a term the league also names is the run's: the exploiter keeps it
+    mine = compose_run_config([*common, "league.exploiter_reward=game",
+                               "+reward.terms.bonus={_target_: outcome, weight: 0.25}"])
+    assert set(exploiter_reward_config(mine).terms) == {"outcome", "bonus"}
+    assert main([*common, f"run_dir={tmp_path / 'bad'}", "league.exploiter_reward=attacker"]) == 2
+    assert "league.exploiter_reward='attacker' must be one of ['learner', 'game']" in capsys.readouterr().err
 
 
 def test_a_league_run_rejects_stages_that_set_opponents(tmp_path, capsys):
