@@ -262,8 +262,7 @@ def with_league_reward(cfg: Any) -> Any:
     joined to ``reward.terms``; a term the run's reward already names keeps the run's settings."""
     from omegaconf import open_dict
 
-    league = cfg.get("league")
-    added = (league.get("reward_terms") or {}).get(str(cfg.env.name)) if league is not None else None
+    added = _league_reward_terms(cfg)
     if not added:
         return cfg
     with open_dict(cfg.reward.terms):
@@ -273,6 +272,12 @@ def with_league_reward(cfg: Any) -> Any:
     return cfg
 
 
+def _league_reward_terms(cfg: Any) -> Any:
+    """The reward terms ``cfg``'s league adds for its game (``league.reward_terms.<env.name>``), or None."""
+    league = cfg.get("league")
+    return (league.get("reward_terms") or {}).get(str(cfg.env.name)) if league is not None else None
+
+
 def exploiter_reward_config(cfg: Any) -> Any:
     """The reward config the league's exploiters train on (``league.exploiter_reward``): ``learner``,
     the run's ``cfg.reward``; ``game``, a copy without the terms ``league.reward_terms`` joined to it
@@ -280,7 +285,7 @@ def exploiter_reward_config(cfg: Any) -> Any:
     league = cfg.get("league")
     if league is None or str(league.get("exploiter_reward", "learner")) == "learner":
         return cfg.reward
-    added = (league.get("reward_terms") or {}).get(str(cfg.env.name)) or {}
+    added = _league_reward_terms(cfg) or {}
     reward = OmegaConf.create(OmegaConf.to_container(cfg.reward, resolve=True))
     for name, term in added.items():
         if name in reward.terms and OmegaConf.to_container(reward.terms[name], resolve=True) == \
