@@ -238,6 +238,24 @@ def test_the_exploiters_train_on_the_games_own_reward_when_the_league_says_so(tm
     assert "league.exploiter_reward='attacker' must be one of ['learner', 'game']" in capsys.readouterr().err
 
 
+def test_the_exploiters_start_without_the_main_learners_kickstarting_teacher(tmp_path):
+    import torch
+
+    run_dir = tmp_path / "run"
+    assert main([*FAST, "+league=robust", f"run_dir={run_dir}", "trainer.total_timesteps=2000",
+                 "league.main_exploiter.num_envs=8", "trainer.kickstart_teacher=scripted:counter",
+                 "trainer.kickstart_steps=100000"]) == 0
+    rows = [r for r in _metrics(run_dir) if "update" in r]
+    assert rows and all(r["kickstart_coef"] > 0 for r in rows)  # the learner is pulled toward the teacher
+    assert any("main_exploiter/global_step" in r for r in rows)  # and the exploiter trained beside it
+    checkpoints = run_dir / "checkpoints"
+    learner, exploiter = (torch.load(checkpoints / who / "trainer.pt", weights_only=True)["config"]
+                          for who in ("", "main_exploiter-0"))
+    assert (learner["kickstart_teacher"], learner["kickstart_steps"]) == ("scripted:counter", 100000)
+    assert (exploiter["kickstart_teacher"], exploiter["kickstart_steps"]) == (None, 0)
+    assert exploiter["num_envs"] == 8
+
+
 def test_a_league_run_rejects_stages_that_set_opponents(tmp_path, capsys):
     argv = [*FAST, "+league=selfplay", f"run_dir={tmp_path / 'r'}",
             "+stages=[{steps: 100, opponents: {players: [mirror], weights: [1]}}]"]
