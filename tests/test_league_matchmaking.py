@@ -159,6 +159,35 @@ def test_pfsp_scripted_weights_only_the_bots_by_how_often_the_learner_loses_to_t
     assert picks.count("scripted:heuristic") / 2000 == pytest.approx(0.8, abs=0.03)
 
 
+def test_pfsp_exploiters_draws_only_exploiter_snapshots_weighted_by_how_often_the_learner_loses_to_them():
+    pool = make_pool(n_snapshots=20, n_scripted=2)  # the learner's own snapshots would crowd "pfsp"
+    for gen in range(3):
+        pool.add(Player(f"main_exploiter-{gen}", "main_exploiter"))
+        pool.add(Player(snapshot_id(f"main_exploiter-{gen}", 0), "snapshot", path=f"/e/{gen}.pt",
+                        sha256="0" * 64, step=gen, parent=f"main_exploiter-{gen}"))
+    pool.retire(["main_exploiter-0", "main_exploiter-1"])  # restarted generations keep their snapshots
+    pool.retire([snapshot_id("main_exploiter-2", 0)])  # a retired snapshot is not drawn
+    payoff = PayoffTable()
+    for _ in range(10):
+        payoff.record("learner", snapshot_id("main_exploiter-0", 0), "loss")  # x=0 -> weight 1
+        payoff.record("learner", snapshot_id("main_exploiter-1", 0), "draw")  # x=0.5 -> weight 0.25
+    mm = Matchmaker(pool, payoff, {"pfsp_exploiters": 1.0}, seed=0, weighting="hard", p=2.0, min_games=5)
+    ids, probs = mm.candidates("pfsp_exploiters", "learner")
+    assert ids == [snapshot_id("main_exploiter-0", 0), snapshot_id("main_exploiter-1", 0)]
+    np.testing.assert_allclose(probs, [0.8, 0.2])
+    picks = mm.choose_many("learner", 2000)
+    assert set(picks) == set(ids)
+    assert picks.count(ids[0]) / 2000 == pytest.approx(0.8, abs=0.03)
+
+
+def test_pfsp_exploiters_plays_mirror_until_an_exploiter_has_a_snapshot():
+    pool = make_pool(n_snapshots=3)
+    pool.add(Player("main_exploiter-0", "main_exploiter"))
+    mm = Matchmaker(pool, PayoffTable(), {"pfsp_exploiters": 1.0}, seed=0)
+    assert mm.candidates("pfsp_exploiters", "learner")[0] == []
+    assert mm.choose_many("learner", 5) == ["learner"] * 5
+
+
 def test_pfsp_scores_of_a_whole_pool_at_once_are_the_per_pair_scores_to_the_bit():
     rng = np.random.default_rng(5)
     payoff = PayoffTable(decay=0.99)

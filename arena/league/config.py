@@ -38,6 +38,7 @@ class MixConfig:
     scripted: float = 0.15
     learners: float = 0.0
     pfsp_scripted: float = 0.0
+    pfsp_exploiters: float = 0.0  # PFSP over the exploiters' snapshots only
     nash: float = 0.0  # PSRO: the meta-game's Nash mixture over the main learner's snapshots
 
     def as_dict(self) -> dict[str, float]:

@@ -10,6 +10,9 @@ Sources (mixed with fixed probabilities, e.g. {"mirror": 0.35, "pfsp": 0.5, "scr
   of these episodes however many snapshots the pool holds (in the "pfsp" source a bot is one
   candidate among them all).
 - "learners": uniform over the other learning players (what a main exploiter trains against).
+- "pfsp_exploiters": PFSP over the exploiters' snapshots only (AlphaStar's main agents kept a share
+  of their games for past main exploiters), so an exploiter snapshot the learner still loses to gets
+  these episodes however many of the learner's own snapshots crowd the pool.
 - "nash": PSRO's meta-strategy, the Nash mixture of the meta-game over the main learner's snapshots
   (``arena.league.model.meta``; the league hands it in as ``meta_strategy``).
 The opponent pool is every player whose kind is in `pool_kinds` (snapshots by default), minus the asker.
@@ -26,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from arena.league.model.payoff import PayoffTable
-from arena.league.model.players import LEARNING_KINDS, PLAYER_KINDS, Pool
+from arena.league.model.players import EXPLOITER_KINDS, LEARNING_KINDS, PLAYER_KINDS, Pool
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("mirror", "latest", "uniform", "pfsp", "scripted", "learners", "pfsp_scripted", "nash")
+SOURCES = ("mirror", "latest", "uniform", "pfsp", "scripted", "learners", "pfsp_scripted", "pfsp_exploiters",
+           "nash")
 
 
 def f_hard(x: np.ndarray | float, p: float = 2.0) -> np.ndarray:
@@ -180,6 +184,9 @@ class Matchmaker:
                 return ids, weights / weights.sum()
         elif source == "learners":
             ids = [p.player_id for p in self.pool.of_kind(*LEARNING_KINDS) if p.player_id != learner_id]
+        elif source == "pfsp_exploiters":
+            ids = self.exploiter_snapshots(learner_id)
+            return ids, self.pfsp_probabilities(learner_id, ids)
         elif source in ("uniform", "pfsp"):
             ids = self.opponent_pool(learner_id)
             if source == "pfsp":
@@ -191,6 +198,13 @@ class Matchmaker:
     def opponent_pool(self, learner_id: str) -> list[str]:
         """Players of the pool kinds other than the learner, in joining order."""
         return [p.player_id for p in self.pool.of_kind(*self.pool_kinds) if p.player_id != learner_id]
+
+    def exploiter_snapshots(self, learner_id: str) -> list[str]:
+        """The exploiters' snapshots in the pool, in joining order: those of every generation, of
+        restarted ones too."""
+        return [p.player_id for p in self.pool.snapshots()
+                if p.player_id != learner_id and p.parent is not None and p.parent in self.pool
+                and self.pool.get(p.parent).kind in EXPLOITER_KINDS]
 
     def pfsp_probabilities(self, learner_id: str, opponents: Sequence[str] | None = None) -> np.ndarray:
         """PFSP probabilities over `opponents` (the opponent pool by default), for logging or tests."""
