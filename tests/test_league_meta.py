@@ -54,3 +54,40 @@ def test_a_psro_league_trains_against_and_publishes_its_meta_strategy(tmp_path):
     found = published(run_dir)
     assert {m.player_id: m.weight for m in found.members} == pytest.approx(strategy)
     assert opponents <= {"learner", *snapshots}  # mirror before the first snapshot, then the meta-game
+
+
+def test_with_meta_exploiters_the_exploiters_snapshots_join_the_meta_game_and_the_published_nash(tmp_path):
+    from arena.league.model.published import published
+    from arena.league.model.store import LEAGUE_DB, LeagueStore
+    from arena.train import main as train
+
+    run_dir = tmp_path / "psro-exploiters"
+    assert train(["env=rpsw", "trainer=quick", "dashboard=false", "logger=none", "trainer.num_envs=32",
+                  "trainer.num_threads=1", "trainer.torch_threads=1", "trainer.seed=1", "+league=robust",
+                  f"run_dir={run_dir}", "trainer.total_timesteps=6000", "league.snapshot.every_steps=1500",
+                  "league.main_exploiter.num_envs=8", "league.main_exploiter.snapshot.every_steps=500",
+                  "league.main_exploiter.snapshot.min_steps=0", "league.gauntlet.games=10",
+                  "league.publish=nash", "league.meta_exploiters=true", "league.meta_games=20"]) == 0
+    with LeagueStore(run_dir / LEAGUE_DB, read_only=True) as store:
+        meta = store.meta()
+        snapshots = [p for p in store.players() if p.kind == "snapshot"]
+    game = MetaGame.from_meta(meta)
+    exploiters = [p.player_id for p in snapshots if p.parent != "learner"]
+    assert exploiters and all(p.startswith("main_exploiter") for p in exploiters)
+    # every snapshot, the learner's and the exploiter's, joined in the order it was taken
+    assert game.players == [p.player_id for p in snapshots]
+    assert np.allclose(game.scores + game.scores.T, 1.0)
+    strategy = game.strategy()
+    assert {m.player_id: m.weight for m in published(run_dir).members} == pytest.approx(strategy)
+
+
+def test_meta_exploiters_needs_a_meta_game_and_an_exploiter():
+    from arena.league.config import LeagueConfig, MainExploiterConfig
+
+    with pytest.raises(ValueError, match="league.meta_exploiters=true adds the exploiters' snapshots"):
+        LeagueConfig(main_exploiter=MainExploiterConfig(), meta_exploiters=True).validate()
+    with pytest.raises(ValueError, match="league.meta_exploiters=true needs an exploiter"):
+        LeagueConfig(publish="nash", meta_exploiters=True).validate()
+    with pytest.raises(ValueError, match="league.meta_exploiters='yes' must be true or false"):
+        LeagueConfig(publish="nash", meta_exploiters="yes").validate()  # type: ignore[arg-type]
+    assert LeagueConfig(publish="nash", main_exploiter=MainExploiterConfig(), meta_exploiters=True).validate()

@@ -227,6 +227,10 @@ class LeagueConfig:
     # PSRO's meta-game (with publish: nash or the matchmaking source nash): games each new snapshot of
     # the main learner plays against each earlier one
     meta_games: int = 200
+    # true: the exploiters' snapshots join the meta-game too (PSRO's population is every best response
+    # found, not only the learner's copies), so the Nash mixture may hold an exploiter's snapshot and
+    # an attacker must beat the styles that beat the learner as well
+    meta_exploiters: bool = False
     # Reward terms the league's recipe adds for a game, keyed by the game's name (env.name): each term
     # joins reward.terms when composing the run's config, unless reward.terms already names it (the
     # run's own terms win). The robust league adds midrange's shot-selection and arena-edge terms;
@@ -374,6 +378,15 @@ class LeagueConfig:
                         f"the exploiters' live weights) needs league.{kind}.reset_prob=0, not "
                         f"{exploiter.reset_prob}: a restarted exploiter's old generation has no live weights "
                         "to play")
+        if not isinstance(self.meta_exploiters, bool):
+            raise ValueError(f"league.meta_exploiters={self.meta_exploiters!r} must be true or false")
+        if self.meta_exploiters and not self.uses_meta_game:
+            raise ValueError("league.meta_exploiters=true adds the exploiters' snapshots to PSRO's "
+                             "meta-game, which this league does not keep: set league.publish=nash or give "
+                             "league.matchmaking.mix.nash a share")
+        if self.meta_exploiters and all(getattr(self, kind) is None for kind in EXPLOITER_KINDS):
+            raise ValueError("league.meta_exploiters=true needs an exploiter (league.main_exploiter or "
+                             "league.league_exploiter); this league has none")
         return self
 
     @property

@@ -1,12 +1,14 @@
-"""PSRO's meta-game: the main learner's snapshots, their payoffs against each other, and its Nash.
+"""PSRO's meta-game: the league's snapshots, their payoffs against each other, and its Nash.
 
 Policy-Space Response Oracles (Lanctot et al. 2017) grows a population of policies, each a best
 response to a mixture of the earlier ones (the *meta-strategy*), and solves the game between them
 (the *meta-game*) for the next mixture. In an arena league:
 
 - every new snapshot of the main learner plays ``league.meta_games`` side-swapped, seed-paired games
-  against every earlier snapshot (one batched call of the evaluation runner), which fills its row of
-  the meta-game's score matrix;
+  against every earlier member (one batched call of the evaluation runner), which fills its row of
+  the meta-game's score matrix; with ``league.meta_exploiters`` every snapshot of an exploiter joins
+  the same way, so the population holds the best responses the league found, not only the learner's
+  copies (in PSRO each new member is a best response);
 - the meta-strategy is a Nash equilibrium of that symmetric zero-sum matrix game (``nash``:
   regret matching+ with linearly weighted averaging, deterministic);
 - the matchmaking source ``nash`` draws the learner's opponents from the snapshots with those

@@ -5,8 +5,9 @@ A learner's ``SnapshotGate`` says when one is due (every ``snapshot.every_steps`
 once it beats everyone it must). For the main learner, a snapshot that is due for the gauntlet goes
 through the guard first (``arena.league.run.guard``): the copy holds the learner's weights, or the
 best snapshot's when the learner fell clearly below it. After it, PSRO's meta-game grows by the new
-snapshot (when the league keeps one, ``arena.league.model.meta``) and the mixture the league
-publishes is rewritten (``arena.league.model.published``), both in one store transaction.
+snapshot (when the league keeps one, ``arena.league.model.meta``; with ``league.meta_exploiters`` an
+exploiter's snapshot joins it too) and the mixture the league publishes is rewritten
+(``arena.league.model.published``), both in one store transaction.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from arena.evaluation.runner import MatchSettings
 from arena.league.config import LeagueConfig
 from arena.league.model.league import League
 from arena.league.model.meta import META_KEY, MetaGame
-from arena.league.model.players import Player
+from arena.league.model.players import EXPLOITER_KINDS, Player
 from arena.league.model.published import PUBLISHED_KEY, published_mixture
 from arena.league.model.snapshots import snapshot_file
 from arena.league.run.guard import Guard
@@ -44,7 +45,8 @@ class SnapshotSchedule:
         self.main: LeagueLearner | None = None
         self._on_meta_changed = on_meta_changed
         self._new: list[Player] = []  # snapshots not yet given to the logger
-        # PSRO's meta-game over the main learner's snapshots, when the league keeps one
+        # PSRO's meta-game over the main learner's snapshots (and the exploiters', with
+        # league.meta_exploiters), when the league keeps one
         self.meta_game = MetaGame.from_meta(league.store.meta()) if config.uses_meta_game else None
         self._meta_strategy: dict[str, float] = self.meta_game.strategy() if self.meta_game else {}
         self._meta_players: dict[str, Any] = {}  # the meta-game's members, resolved once each
@@ -80,27 +82,28 @@ class SnapshotSchedule:
             self._new.append(player)
         if gauntlet_due:
             self.guard.record(player, judged)
-        if is_main:
-            self._publish()
+        if is_main or (self.config.meta_exploiters and learner.kind in EXPLOITER_KINDS):
+            self._publish(player)
         return self.league.pool.count_snapshots(learner.player_id) - 1
 
-    def _publish(self) -> None:
-        """After a snapshot of the main learner: PSRO's meta-game grows by it (when the league keeps
-        one), and a mixture the league publishes is written, both in one store transaction."""
+    def _publish(self, newcomer: Player) -> None:
+        """After a snapshot of the main learner (or of an exploiter, with ``league.meta_exploiters``):
+        PSRO's meta-game grows by it (when the league keeps one), and a mixture the league publishes
+        is written, both in one store transaction."""
         assert self.main is not None
         values: dict[str, Any] = {}
         snapshots = self.league.pool.snapshots(parent=self.main.player_id)
-        if self.meta_game is not None and snapshots[-1].player_id not in self.meta_game.players:
+        if self.meta_game is not None and newcomer.player_id not in self.meta_game.players:
             with self.timer.measure("meta_game"):
-                self.meta_game.add(snapshots[-1].player_id, self._meta_scores(snapshots[-1]))
+                self.meta_game.add(newcomer.player_id, self._meta_scores(newcomer))
                 self._meta_strategy = self.meta_game.strategy()
             values[META_KEY] = self.meta_game.to_meta()
             self._on_meta_changed()
         mixture = published_mixture(self.config.publish, self.config.publish_window,
                                     [p.player_id for p in snapshots], self._meta_strategy)
-        if mixture is not None:
+        if mixture:  # {} before the main learner's first snapshot
             values[PUBLISHED_KEY] = {"members": list(mixture), "weights": list(mixture.values()),
-                                     "step": snapshots[-1].step}
+                                     "step": snapshots[-1].step if snapshots else newcomer.step}
         if values:
             self.league.store.set_metas(values)
 
