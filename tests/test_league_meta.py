@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from arena.league.__main__ import main as show_league
 from arena.league.model.meta import META_KEY, MetaGame, nash
 
 
@@ -35,7 +36,7 @@ def test_the_meta_game_grows_one_row_at_a_time_and_round_trips_through_the_store
     assert MetaGame.from_meta({}).players == []
 
 
-def test_a_psro_league_trains_against_and_publishes_its_meta_strategy(tmp_path):
+def test_a_psro_league_trains_against_and_publishes_its_meta_strategy_and_show_names_it(tmp_path, capsys):
     from arena.league.model.published import published
     from arena.league.model.store import LEAGUE_DB, LeagueStore
     from arena.train import main as train
@@ -54,6 +55,8 @@ def test_a_psro_league_trains_against_and_publishes_its_meta_strategy(tmp_path):
     found = published(run_dir)
     assert {m.player_id: m.weight for m in found.members} == pytest.approx(strategy)
     assert opponents <= {"learner", *snapshots}  # mirror before the first snapshot, then the meta-game
+    assert show_league(["show", str(run_dir), "--out", str(tmp_path / "plots")]) == 0
+    assert f"published policy: {found.describe()}" in capsys.readouterr().out.replace("\n", "")
 
 
 def test_with_meta_exploiters_the_exploiters_snapshots_join_the_meta_game_and_the_published_nash(tmp_path):

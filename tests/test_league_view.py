@@ -47,10 +47,23 @@ def test_show_prints_the_leaderboard_and_writes_pngs(tmp_path):
     assert result.returncode == 0, result.stderr
     for player_id in ids:
         assert player_id in result.stdout
+    assert f"published policy: learner:snap-000000 of {run_dir}" in result.stdout.replace("\n", "")
     for name in (RATING_CURVES_PNG, PAYOFF_PNG):
         png = out / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert str(png) in result.stdout.replace("\n", "")
+
+
+def test_show_says_a_league_without_a_snapshot_publishes_nothing_yet(tmp_path):
+    league = League.open(tmp_path)
+    league.add_player(Player("learner", "learner"))
+    league.add_player(Player("scripted:random", "scripted"))
+    league.record_match(["learner"], ["scripted:random"], "win", learner_step=0)
+    league.close()
+    result = run_show(str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "published policy: none yet" in result.stdout and "train it until its first snapshot" in (
+        result.stdout.replace("\n", ""))
 
 
 def test_show_without_a_league_store_fails_clearly(tmp_path):

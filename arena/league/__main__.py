@@ -14,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arena.league", description="Inspect a league store.")
     commands = parser.add_subparsers(dest="command", required=True)
     show_cmd = commands.add_parser(
-        "show", help="print the leaderboard, gauntlet and exploitability; write their PNGs")
+        "show", help="print the leaderboard, gauntlet, exploitability and what the league publishes; write "
+                "their PNGs")
     show_cmd.add_argument("run_dir", help="run directory holding league.sqlite")
     show_cmd.add_argument("--out", default=None, help="directory for the PNGs (default: RUN_DIR)")
     show_cmd.add_argument("--x", choices=("match", "step"), default="match",
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(view.gauntlet)
     if view.exploitability is not None:
         console.print(view.exploitability, soft_wrap=True)
+    console.print(view.published, soft_wrap=True, markup=False)
     for image in view.images:
         console.print(f"wrote {image}", soft_wrap=True)
     return 0

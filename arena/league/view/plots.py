@@ -20,7 +20,7 @@ from arena.league.model.exploitability import Exploitability, exploitability_his
 from arena.league.model.guard_counts import GuardCounts
 from arena.league.model.payoff import PayoffTable
 from arena.league.model.players import EXPLOITER_KINDS
-from arena.league.model.published import learner_id_of
+from arena.league.model.published import learner_id_of, published
 from arena.league.model.ratings import Ratings
 from arena.league.model.records import PlayerRecords
 from arena.league.model.store import (
@@ -319,6 +319,7 @@ class LeagueView:
     images: list[Path]
     gauntlet: Table | None = None
     exploitability: str | None = None  # the league's own exploitability now, in words (None: no exploiters)
+    published: str = ""  # what ``league:RUN_DIR`` plays, in words (``arena.league.model.published``)
 
 
 def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None,
@@ -368,8 +369,12 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         words = (f"league exploitability: {now.value:.3f} ({now.player_id} against {learner}, "
                  f"{now.games:.0f} decayed games); highest over the run {peak[1].value:.3f} "
                  f"(match {peak[0]}, {peak[1].player_id})")
+    try:
+        publishes = f"published policy: {published(run_dir).describe()}"
+    except ValueError as err:  # no snapshot of the main learner yet
+        publishes = f"published policy: none yet ({err})"
     return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images, table,
-                      words)
+                      words, publishes)
 
 
 def plot_exploitability(history: Sequence[tuple[int, Exploitability]], path: str | os.PathLike[str]) -> Path:
