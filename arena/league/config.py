@@ -231,6 +231,12 @@ class LeagueConfig:
     # found, not only the learner's copies), so the Nash mixture may hold an exploiter's snapshot and
     # an attacker must beat the styles that beat the learner as well
     meta_exploiters: bool = False
+    # a main-learner snapshot joins the meta-game only once its gauntlet scored at least this against
+    # every reference (its guard score; null: every snapshot joins): PSRO's Nash is then taken over
+    # snapshots that also hold the bots, so head-to-head wins alone cannot publish a narrow early one.
+    # Until one clears it the league publishes its newest judged snapshot. Exploiters' snapshots
+    # (meta_exploiters) play no gauntlet and join regardless.
+    meta_bar: float | None = None
     # Reward terms the league's recipe adds for a game, keyed by the game's name (env.name): each term
     # joins reward.terms when composing the run's config, unless reward.terms already names it (the
     # run's own terms win). The robust league adds midrange's shot-selection and arena-edge terms;
@@ -384,6 +390,18 @@ class LeagueConfig:
             raise ValueError("league.meta_exploiters=true adds the exploiters' snapshots to PSRO's "
                              "meta-game, which this league does not keep: set league.publish=nash or give "
                              "league.matchmaking.mix.nash a share")
+        if self.meta_bar is not None:
+            if isinstance(self.meta_bar, bool) or not isinstance(self.meta_bar, int | float) or not (
+                    0.0 < self.meta_bar <= 1.0):
+                raise ValueError(f"league.meta_bar={self.meta_bar!r} must be a number in (0, 1] or null "
+                                 "(every snapshot joins the meta-game)")
+            if not self.uses_meta_game:
+                raise ValueError(f"league.meta_bar={self.meta_bar} filters PSRO's meta-game, which this "
+                                 "league does not keep: set league.publish=nash or give "
+                                 "league.matchmaking.mix.nash a share, or league.meta_bar=null")
+            if g.games == 0:
+                raise ValueError(f"league.meta_bar={self.meta_bar} reads the gauntlet's scores, but "
+                                 "league.gauntlet.games=0 turns the gauntlet off; set league.meta_bar=null")
         if self.meta_exploiters and all(getattr(self, kind) is None for kind in EXPLOITER_KINDS):
             raise ValueError("league.meta_exploiters=true needs an exploiter (league.main_exploiter or "
                              "league.league_exploiter); this league has none")

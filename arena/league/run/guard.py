@@ -217,6 +217,13 @@ class Guard:
         return best_snapshot(self.league.store.gauntlet(), snapshots, list(self.gauntlet.references),
                              bar)
 
+    def score_of(self, player_id: str) -> GuardScore | None:
+        """One snapshot's guard score (its lowest over the references), read from the store; None
+        when it has not played every reference (not gauntleted) or there is no gauntlet."""
+        if self.gauntlet is None:
+            return None
+        return best_snapshot(self.league.store.gauntlet(), [player_id], list(self.gauntlet.references))
+
     def judge(self, learner: LeagueLearner) -> tuple[list[GauntletRecord], Policy | None]:
         """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall
         clearly below the best snapshot's, the snapshot publishes the best's weights instead, and

@@ -93,7 +93,8 @@ class SnapshotSchedule:
         assert self.main is not None
         values: dict[str, Any] = {}
         snapshots = self.league.pool.snapshots(parent=self.main.player_id)
-        if self.meta_game is not None and newcomer.player_id not in self.meta_game.players:
+        if self.meta_game is not None and newcomer.player_id not in self.meta_game.players and (
+                self._clears_meta_bar(newcomer)):
             with self.timer.measure("meta_game"):
                 self.meta_game.add(newcomer.player_id, self._meta_scores(newcomer))
                 self._meta_strategy = self.meta_game.strategy()
@@ -106,6 +107,15 @@ class SnapshotSchedule:
                                      "step": snapshots[-1].step if snapshots else newcomer.step}
         if values:
             self.league.store.set_metas(values)
+
+    def _clears_meta_bar(self, newcomer: Player) -> bool:
+        """Whether a snapshot may join the meta-game: any, without ``league.meta_bar``; the main
+        learner's only once its gauntlet scored at least the bar against every reference."""
+        bar = self.config.meta_bar
+        if bar is None or self.main is None or newcomer.parent != self.main.player_id:
+            return True
+        score = self.guard.score_of(newcomer.player_id)
+        return score is not None and score.score >= bar
 
     def _meta_scores(self, newcomer: Player) -> list[float]:
         """The newcomer's scores against every member of the meta-game: ``league.meta_games``
