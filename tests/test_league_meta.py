@@ -10,6 +10,10 @@ import pytest
 from arena.league.__main__ import main as show_league
 from arena.league.model.meta import META_KEY, MetaGame, nash
 
+# a small, fast league run on rock-paper-scissors with a wall (one thread, a fixed seed)
+RPSW = ["env=rpsw", "trainer=quick", "dashboard=false", "logger=none", "trainer.num_envs=32",
+        "trainer.num_threads=1", "trainer.torch_threads=1", "trainer.seed=1"]
+
 
 def test_the_nash_of_rock_paper_scissors_is_uniform():
     scores = np.array([[0.5, 0.0, 1.0], [1.0, 0.5, 0.0], [0.0, 1.0, 0.5]])  # row's score vs column
@@ -65,9 +69,8 @@ def test_with_meta_exploiters_the_exploiters_snapshots_join_the_meta_game_and_th
     from arena.train import main as train
 
     run_dir = tmp_path / "psro-exploiters"
-    assert train(["env=rpsw", "trainer=quick", "dashboard=false", "logger=none", "trainer.num_envs=32",
-                  "trainer.num_threads=1", "trainer.torch_threads=1", "trainer.seed=1", "+league=robust",
-                  f"run_dir={run_dir}", "trainer.total_timesteps=6000", "league.snapshot.every_steps=1500",
+    assert train([*RPSW, "+league=robust", f"run_dir={run_dir}", "trainer.total_timesteps=6000",
+                  "league.snapshot.every_steps=1500",
                   "league.main_exploiter.num_envs=8", "league.main_exploiter.snapshot.every_steps=500",
                   "league.main_exploiter.snapshot.min_steps=0", "league.gauntlet.games=10",
                   "league.publish=nash", "league.meta_exploiters=true", "league.meta_games=20"]) == 0
@@ -102,9 +105,8 @@ def test_with_a_meta_bar_only_snapshots_whose_gauntlet_clears_it_join_the_meta_g
     from arena.train import main as train
 
     run_dir = tmp_path / "psro-bar"
-    assert train(["env=rpsw", "trainer=quick", "dashboard=false", "logger=none", "trainer.num_envs=32",
-                  "trainer.num_threads=1", "trainer.torch_threads=1", "trainer.seed=1", "+league=psro",
-                  f"run_dir={run_dir}", "trainer.total_timesteps=8000", "league.snapshot.every_steps=1000",
+    assert train([*RPSW, "+league=psro", f"run_dir={run_dir}", "trainer.total_timesteps=8000",
+                  "league.snapshot.every_steps=1000",
                   "league.gauntlet.games=20", "league.gauntlet.every_steps=0",
                   "league.gauntlet.players=[scripted:constant,scripted:cycle]", "league.meta_games=20",
                   "league.meta_bar=0.69"]) == 0
