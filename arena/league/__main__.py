@@ -14,8 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arena.league", description="Inspect a league store.")
     commands = parser.add_subparsers(dest="command", required=True)
     show_cmd = commands.add_parser(
-        "show", help="print the leaderboard, gauntlet, exploitability and what the league publishes; write "
-                "their PNGs")
+        "show", help="print the leaderboard, gauntlet, exploitability, the exploiters' time to exploit and "
+                "what the league publishes; write their PNGs")
     show_cmd.add_argument("run_dir", help="run directory holding league.sqlite")
     show_cmd.add_argument("--out", default=None, help="directory for the PNGs (default: RUN_DIR)")
     show_cmd.add_argument("--x", choices=("match", "step"), default="match",
@@ -31,12 +31,15 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         Console(stderr=True).print(f"[red]error:[/red] {err}")
         return 2
-    wanted = console.measure(view.table, options=console.options.update_width(1000)).maximum
+    wanted = max(console.measure(t, options=console.options.update_width(1000)).maximum
+                 for t in (view.table, view.time_to_exploit) if t is not None)
     if wanted > console.width:  # wrap in a narrow terminal rather than cut the numbers short
         console = Console(width=wanted)
     console.print(view.table)
     if view.gauntlet is not None:
         console.print(view.gauntlet)
+    if view.time_to_exploit is not None:
+        console.print(view.time_to_exploit)
     if view.exploitability is not None:
         console.print(view.exploitability, soft_wrap=True)
     console.print(view.published, soft_wrap=True, markup=False)

@@ -292,11 +292,7 @@ class LeagueConfig:
         if isinstance(g.guard_margin, bool) or not isinstance(g.guard_margin, int | float) or not (
                 0.0 <= g.guard_margin <= 1.0):
             raise ValueError(f"league.gauntlet.guard_margin={g.guard_margin!r} must be a number in [0, 1]")
-        bar = g.guard_bar
-        if bar is not None and (isinstance(bar, bool) or not isinstance(bar, int | float)
-                                or not 0.0 < bar <= 1.0):
-            raise ValueError(f"league.gauntlet.guard_bar={g.guard_bar!r} must be a number in (0, 1] or null "
-                             "(no bar)")
+        _check_bar(g.guard_bar, "league.gauntlet.guard_bar", "no bar")
         patience = g.guard_patience
         if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
             raise ValueError(f"league.gauntlet.guard_patience={g.guard_patience!r} must be an integer >= 1 "
@@ -390,11 +386,8 @@ class LeagueConfig:
             raise ValueError("league.meta_exploiters=true adds the exploiters' snapshots to PSRO's "
                              "meta-game, which this league does not keep: set league.publish=nash or give "
                              "league.matchmaking.mix.nash a share")
+        _check_bar(self.meta_bar, "league.meta_bar", "every snapshot joins the meta-game")
         if self.meta_bar is not None:
-            if isinstance(self.meta_bar, bool) or not isinstance(self.meta_bar, int | float) or not (
-                    0.0 < self.meta_bar <= 1.0):
-                raise ValueError(f"league.meta_bar={self.meta_bar!r} must be a number in (0, 1] or null "
-                                 "(every snapshot joins the meta-game)")
             if not self.uses_meta_game:
                 raise ValueError(f"league.meta_bar={self.meta_bar} filters PSRO's meta-game, which this "
                                  "league does not keep: set league.publish=nash or give "
@@ -468,6 +461,13 @@ def _check_kinds(kinds: list[str], where: str) -> None:
 def _check_unit(value: float, where: str) -> None:
     if not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
         raise ValueError(f"{where}={value!r} must be in [0, 1]")
+
+
+def _check_bar(value: float | None, where: str, when_null: str) -> None:
+    """A score bar: a number in (0, 1], or null (``when_null`` says what null means)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                              or not 0.0 < value <= 1.0):
+        raise ValueError(f"{where}={value!r} must be a number in (0, 1] or null ({when_null})")
 
 
 def _check_num_envs(value: int | None, where: str) -> None:

@@ -112,7 +112,8 @@ class SnapshotSchedule:
         """Whether a snapshot may join the meta-game: any, without ``league.meta_bar``; the main
         learner's only once its gauntlet scored at least the bar against every reference."""
         bar = self.config.meta_bar
-        if bar is None or self.main is None or newcomer.parent != self.main.player_id:
+        assert self.main is not None  # _publish runs only once the main learner is attached
+        if bar is None or newcomer.parent != self.main.player_id:
             return True
         score = self.guard.score_of(newcomer.player_id)
         return score is not None and score.score >= bar

@@ -33,6 +33,7 @@ from arena.league.model.store import (
     MatchRecord,
     RatingRow,
 )
+from arena.league.model.time_to_exploit import EXPLOITED, WINDOW, TimeToExploit, time_to_exploit
 
 if TYPE_CHECKING:
     from arena.league.model.players import Player
@@ -312,6 +313,22 @@ def gauntlet_table(records: Sequence[GauntletRecord], last: int = 10, restores: 
     return table
 
 
+def time_to_exploit_table(records: Sequence[TimeToExploit], last: int = 10) -> Table:
+    """The last ``last`` exploiter generations: whom each trained against (its target), and after how many
+    of its own samples it beat it (``arena.league.model.time_to_exploit``)."""
+    table = Table(title="Time to exploit (newest exploiter generations)",
+                  caption=f"beaten: its score over its last {WINDOW} games against the target first reached "
+                          f"{EXPLOITED}; held: it never did")
+    for column in ("generation", "target", "games", "samples", "beaten at", f"last {WINDOW}", "1st snapshot"):
+        table.add_column(column, justify="left" if column in ("generation", "target") else "right",
+                         no_wrap=True)
+    for r in records[-last:]:
+        table.add_row(r.generation, r.target, f"{r.games:,}", f"{r.samples:,}",
+                      "held" if r.exploited_at is None else f"{r.exploited_at:,}", f"{r.recent:.3f}",
+                      "none" if r.snapshot_at is None else f"{r.snapshot_at:,}")
+    return table
+
+
 @dataclass(frozen=True)
 class LeagueView:
     rows: list[LeaderboardRow]
@@ -320,6 +337,7 @@ class LeagueView:
     gauntlet: Table | None = None
     exploitability: str | None = None  # the league's own exploitability now, in words (None: no exploiters)
     published: str = ""  # what ``league:RUN_DIR`` plays, in words (``arena.league.model.published``)
+    time_to_exploit: Table | None = None  # how long each exploiter generation took (None: no exploiters)
 
 
 def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None,
@@ -352,6 +370,7 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         # only the matches of a best response count (its games against the learner): SQLite skips the rest
         roots = [p.player_id for p in state.players if p.kind in EXPLOITER_KINDS]
         history_x = exploitability_history(state.players, store.iter_matches(touching=roots), learner, decay)
+        generations = time_to_exploit(state.players, store.iter_matches(touching=roots)) if roots else []
     guard = GuardCounts.from_meta(meta)
     images = [
         plot_rating_curves(history, step_of, out / RATING_CURVES_PNG, x=x, players=order),
@@ -374,7 +393,7 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
     except ValueError as err:  # no snapshot of the main learner yet
         publishes = f"published policy: none yet ({err})"
     return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images, table,
-                      words, publishes)
+                      words, publishes, time_to_exploit_table(generations) if generations else None)
 
 
 def plot_exploitability(history: Sequence[tuple[int, Exploitability]], path: str | os.PathLike[str]) -> Path:
