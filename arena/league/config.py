@@ -93,6 +93,9 @@ class MainExploiterConfig:
     # when the exploiter joined or left its last snapshot, frozen until it leaves the next, as
     # `arena.bench exploit` trains against a fixed target; judged against it alone (the live learner,
     # judged as with "live", while the learner has no snapshot newer than the last one it had).
+    # "candidate": as "newest", among the learner's candidates to publish only (snapshots whose
+    # gauntlet cleared league.gauntlet.guard_bar, each set of weights once), so the league attacks
+    # what it could publish; league.publish=held then publishes the one that held longest.
     target: str = "live"
     # Against the live learner by default; while its score against it is below low_score, half the
     # time (snapshot_prob) PFSP with `weighting` over the learner's snapshots instead.
@@ -221,7 +224,10 @@ class LeagueConfig:
     # What the league publishes (``league:RUN_DIR``, ``arena.league.model.published``): ``newest``, the main
     # learner's newest (judged) snapshot; ``mixture``, its last ``publish_window`` snapshots with
     # equal weights, one drawn per match (an average of recent policies, as fictitious play averages);
-    # or ``nash``, PSRO's meta-strategy over its snapshots (``arena.league.model.meta``).
+    # or ``nash``, PSRO's meta-strategy over its snapshots (``arena.league.model.meta``); or ``held``, the
+    # candidate (a snapshot whose gauntlet cleared league.gauntlet.guard_bar) that held the main
+    # exploiter's generations longest (``arena.league.model.time_to_exploit.held_longest``), the newest
+    # snapshot until one has been attacked.
     publish: str = "newest"
     publish_window: int = 8
     # PSRO's meta-game (with publish: nash or the matchmaking source nash): games each new snapshot of
@@ -395,6 +401,20 @@ class LeagueConfig:
             if g.games == 0:
                 raise ValueError(f"league.meta_bar={self.meta_bar} reads the gauntlet's scores, but "
                                  "league.gauntlet.games=0 turns the gauntlet off; set league.meta_bar=null")
+        needs_candidates = [name for name, on in (
+            ("league.publish=held", self.publish == "held"),
+            ("league.main_exploiter.target=candidate",
+             self.main_exploiter is not None and self.main_exploiter.target == "candidate")) if on]
+        if needs_candidates:
+            what = " and ".join(needs_candidates)
+            if g.games == 0 or g.guard_bar is None:
+                raise ValueError(f"{what} reads the candidates to publish, the snapshots whose gauntlet "
+                                 "cleared league.gauntlet.guard_bar; this league has "
+                                 f"league.gauntlet.games={g.games} and guard_bar={g.guard_bar}: give the "
+                                 "gauntlet games and a guard_bar (e.g. league.gauntlet.guard_bar=0.8)")
+            if self.publish == "held" and self.main_exploiter is None:
+                raise ValueError("league.publish=held publishes the candidate that held the main exploiter "
+                                 "longest; this league has no league.main_exploiter")
         if self.meta_exploiters and all(getattr(self, kind) is None for kind in EXPLOITER_KINDS):
             raise ValueError("league.meta_exploiters=true needs an exploiter (league.main_exploiter or "
                              "league.league_exploiter); this league has none")

@@ -8,7 +8,10 @@ its strength is judged by:
   rejected was published with the best snapshot's weights instead (``arena/league/run/guard.py``).
 - ``league.publish: mixture``: the main learner's last ``publish_window`` snapshots with equal
   weights; ``league.publish: nash``: PSRO's meta-strategy over its snapshots (``arena.league.model.meta``).
-  Either is played by drawing one member per match. The league writes it to its store (meta key
+  Either is played by drawing one member per match. ``league.publish: held``: the candidate to publish
+  (a snapshot whose gauntlet cleared the guard's bar) that held the main exploiter longest
+  (``arena.league.model.time_to_exploit.held_longest``); the newest snapshot until one has been
+  attacked. The league writes it to its store (meta key
   ``published``, in one transaction) after each snapshot, so a reader beside a running trainer
   always sees a whole one.
 
@@ -32,7 +35,7 @@ from arena.league.model.snapshots import snapshot_file, verify_snapshot
 from arena.league.model.store import LEAGUE_DB, LeagueStore
 
 PUBLISHED_KEY = "published"  # store meta: {"members": [ids], "weights": [w], "step": int}
-PUBLISH_MODES = ("newest", "mixture", "nash")
+PUBLISH_MODES = ("newest", "mixture", "nash", "held")
 
 
 @dataclass(frozen=True)
@@ -69,14 +72,17 @@ def learner_id_of(meta: Mapping[str, str]) -> str:
 
 
 def published_mixture(publish: str, window: int, snapshots: Sequence[str],
-                      strategy: Mapping[str, float]) -> dict[str, float] | None:
+                      strategy: Mapping[str, float], held: str | None = None) -> dict[str, float] | None:
     """The mixture ``{player: weight}`` a league publishes after the main learner's ``snapshots``
     (ids, in order): its last ``window`` with equal weights for ``mixture``, PSRO's meta-strategy
-    ``strategy`` for ``nash`` (None while it is empty); None for ``newest`` (the newest alone)."""
+    ``strategy`` for ``nash`` (None while it is empty), the candidate ``held`` alone for ``held``
+    (None while there is none); None for ``newest`` (the newest alone)."""
     if publish == "mixture":
         return {p: 1.0 for p in snapshots[-window:]}
     if publish == "nash" and strategy:
         return dict(strategy)
+    if publish == "held" and held is not None:
+        return {held: 1.0}
     return None
 
 

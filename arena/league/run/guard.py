@@ -149,6 +149,7 @@ class Guard:
         self._replays_new: list[tuple[str, Path, Any]] = []  # gauntlet replays not yet sent to the loggers
         self._metrics_new: dict[str, float] = {}  # the last rejection's figures, not yet in the metrics
         self._counts: GuardCounts | None = None  # read from the store once per process (its one writer)
+        self._candidates: tuple[tuple[str, ...], list[str]] | None = None  # (snapshot ids, candidates)
         meta = league.store.meta()
         resumed, current = GuardCounts.at_checkpoint(meta, learner_checkpoints), GuardCounts.from_meta(meta)
         if resumed != current:  # decisions about weights no checkpoint holds are undone
@@ -223,6 +224,30 @@ class Guard:
         if self.gauntlet is None:
             return None
         return best_snapshot(self.league.store.gauntlet(), [player_id], list(self.gauntlet.references))
+
+    def candidates(self, learner_id: str) -> list[str]:
+        """The main learner's snapshots that may be published by ``league.publish: held`` and that a
+        main exploiter with ``target: candidate`` attacks, in joining order: those whose gauntlet
+        scored at least ``guard_bar`` against every reference, each set of weights once (the first
+        snapshot that holds it: a rejection's snapshots are copies of the best's). Read from the store
+        once per set of snapshots: a snapshot's gauntlet is recorded as it is taken, before anyone asks."""
+        if self.gauntlet is None or self.config.guard_bar is None:
+            return []
+        snapshots = self.league.pool.snapshots(parent=learner_id)
+        key = tuple(p.player_id for p in snapshots)
+        if self._candidates is not None and self._candidates[0] == key:
+            return list(self._candidates[1])
+        references = list(self.gauntlet.references)
+        records = self.league.store.gauntlet()
+        found: list[str] = []
+        seen: set[str | None] = set()
+        for player in snapshots:
+            score = best_snapshot(records, [player.player_id], references)
+            if score is not None and score.score >= self.config.guard_bar and player.sha256 not in seen:
+                found.append(player.player_id)
+                seen.add(player.sha256)
+        self._candidates = (key, found)
+        return list(found)
 
     def judge(self, learner: LeagueLearner) -> tuple[list[GauntletRecord], Policy | None]:
         """The learner's weights play the gauntlet as a candidate for its next snapshot; when they fall

@@ -187,7 +187,8 @@ class LeagueRun:
                                            num_threads=trainer.config.num_threads, replays=g.replays,
                                            replay_dir=self.run_dir / REPLAY_DIR)
         main = self.main
-        self.exploiter_set.start(main, make_reward, reached=lambda score: self.guard.reached(main, score))
+        self.exploiter_set.start(main, make_reward, reached=lambda score: self.guard.reached(main, score),
+                                 candidates=lambda: self.guard.candidates(main.player_id))
 
     def use_exploiter_ranks(self, ranks: Any) -> None:
         """Before ``attach``: the exploiters train on ranks of their own (an

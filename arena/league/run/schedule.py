@@ -7,7 +7,8 @@ through the guard first (``arena.league.run.guard``): the copy holds the learner
 best snapshot's when the learner fell clearly below it. After it, PSRO's meta-game grows by the new
 snapshot (when the league keeps one, ``arena.league.model.meta``; with ``league.meta_exploiters`` an
 exploiter's snapshot joins it too) and the mixture the league publishes is rewritten
-(``arena.league.model.published``), both in one store transaction.
+(``arena.league.model.published``), both in one store transaction. With ``league.publish: held`` an
+exploiter's snapshot rewrites it too: it may mark a candidate beaten.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from arena.league.model.meta import META_KEY, MetaGame
 from arena.league.model.players import EXPLOITER_KINDS, Player
 from arena.league.model.published import PUBLISHED_KEY, published_mixture
 from arena.league.model.snapshots import snapshot_file
+from arena.league.model.time_to_exploit import held_longest, time_to_exploit
 from arena.league.run.guard import Guard
 from arena.league.run.learner import LeagueLearner, freeze_policy
 from arena.league.timing import LeagueTimer
@@ -82,7 +84,8 @@ class SnapshotSchedule:
             self._new.append(player)
         if gauntlet_due:
             self.guard.record(player, judged)
-        if is_main or (self.config.meta_exploiters and learner.kind in EXPLOITER_KINDS):
+        if is_main or (learner.kind in EXPLOITER_KINDS and (
+                self.config.meta_exploiters or self.config.publish == "held")):
             self._publish(player)
         return self.league.pool.count_snapshots(learner.player_id) - 1
 
@@ -93,20 +96,38 @@ class SnapshotSchedule:
         assert self.main is not None
         values: dict[str, Any] = {}
         snapshots = self.league.pool.snapshots(parent=self.main.player_id)
-        if self.meta_game is not None and newcomer.player_id not in self.meta_game.players and (
+        joins = newcomer.parent == self.main.player_id or self.config.meta_exploiters
+        if self.meta_game is not None and joins and newcomer.player_id not in self.meta_game.players and (
                 self._clears_meta_bar(newcomer)):
             with self.timer.measure("meta_game"):
                 self.meta_game.add(newcomer.player_id, self._meta_scores(newcomer))
                 self._meta_strategy = self.meta_game.strategy()
             values[META_KEY] = self.meta_game.to_meta()
             self._on_meta_changed()
+        held = self._held_longest() if self.config.publish == "held" else None
         mixture = published_mixture(self.config.publish, self.config.publish_window,
-                                    [p.player_id for p in snapshots], self._meta_strategy)
+                                    [p.player_id for p in snapshots], self._meta_strategy, held)
         if mixture:  # {} before the main learner's first snapshot
             values[PUBLISHED_KEY] = {"members": list(mixture), "weights": list(mixture.values()),
                                      "step": snapshots[-1].step if snapshots else newcomer.step}
         if values:
             self.league.store.set_metas(values)
+
+    def _held_longest(self) -> str | None:
+        """With ``league.publish: held``: the candidate to publish that held the main exploiter's
+        generations longest, read from the store's matches (``held_longest``)."""
+        assert self.main is not None
+        candidates = self.guard.candidates(self.main.player_id)
+        if not candidates:
+            return None
+        players = self.league.store.players()
+        roots = [p.player_id for p in players if p.kind in EXPLOITER_KINDS]
+        if not roots:
+            return None
+        with self.timer.measure("snapshot"):
+            records = time_to_exploit(players, self.league.store.iter_matches(touching=roots))
+        budget = self.config.main_exploiter.snapshot.every_steps if self.config.main_exploiter else None
+        return held_longest(records, candidates, budget)
 
     def _clears_meta_bar(self, newcomer: Player) -> bool:
         """Whether a snapshot may join the meta-game: any, without ``league.meta_bar``; the main

@@ -1,0 +1,137 @@
+"""``league.publish=held`` with ``league.main_exploiter.target=candidate``: the main exploiter attacks the
+candidates to publish (snapshots whose gauntlet cleared the guard's bar, each set of weights once), and
+the league publishes the one that held its generations longest."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arena.agents.players import resolve_player
+from arena.league import LeagueStore, Player
+from arena.league.config import GauntletConfig, LeagueConfig, MainExploiterConfig
+from arena.league.matchmaking.exploiters import MainExploiterChooser
+from arena.league.model.payoff import PayoffTable
+from arena.league.model.players import Pool
+from arena.league.model.published import published
+from arena.league.model.time_to_exploit import TimeToExploit, beaten_at, held_longest, time_to_exploit
+from arena.league.run.guard import best_snapshot
+from arena.train import main
+
+FAST = ["env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=32", "trainer.num_threads=1",
+        "trainer.torch_threads=1"]
+
+
+def _snap(index: int, parent: str = "learner") -> Player:
+    return Player(f"{parent}:snap-{index:06d}", "snapshot", path=f"s{index}.pt", sha256=f"{index:064d}",
+                  step=index * 100, parent=parent)
+
+
+def _record(target: str, samples: int, exploited_at: int | None = None,
+            snapshot_at: int | None = None, generation: str = "main_exploiter-0") -> TimeToExploit:
+    return TimeToExploit(generation, target, games=samples // 100, samples=samples, exploited_at=exploited_at,
+                         recent=0.5, snapshot_at=snapshot_at)
+
+
+def test_a_candidate_target_walks_only_the_candidates_to_publish():
+    pool = Pool([Player("learner", "learner"), Player("main_exploiter-0", "main_exploiter")])
+    candidates: list[str] = []
+    chooser = MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0),
+                                   target="candidate", candidates=lambda: candidates)
+    me = "main_exploiter-0"
+    pool.add(_snap(1))
+    pool.add(_snap(2))
+    assert chooser.frozen_target(me) is None  # no candidate yet: the live learner, as with newest
+    candidates.append("learner:snap-000002")  # snapshot 1 did not clear the bar
+    assert chooser.frozen_target(me) == "learner:snap-000002"
+    assert chooser.choose_many(me, 3) == ["learner:snap-000002"] * 3
+    pool.add(_snap(3))  # newer, not a candidate: the exploiter stays on its target after its snapshot...
+    pool.add(_snap(1, parent=me))
+    assert chooser.frozen_target(me) is None  # ...and waits for the next candidate
+    pool.add(_snap(4))
+    candidates.append("learner:snap-000004")
+    assert chooser.frozen_target(me) == "learner:snap-000004"
+    # the same pool with target=newest would have taken snapshot 3 after the exploiter's snapshot
+    newest = MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0),
+                                  target="newest")
+    assert newest.frozen_target(me) == "learner:snap-000003"
+    with pytest.raises(ValueError, match="target='candidate' needs the league's candidates"):
+        MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0), target="candidate")
+
+
+def test_a_snapshot_before_the_step_budget_is_a_defeat_and_one_at_it_is_giving_up():
+    assert beaten_at(_record("c", 3000, snapshot_at=2500), budget=5000) == 2500
+    assert beaten_at(_record("c", 5000, snapshot_at=5000), budget=5000) is None  # gave up: it held
+    assert beaten_at(_record("c", 5000, exploited_at=4000, snapshot_at=5000), budget=5000) == 4000
+    assert beaten_at(_record("c", 5000, exploited_at=4000, snapshot_at=3500), budget=5000) == 3500
+    assert beaten_at(_record("c", 5000, snapshot_at=5000), budget=None) == 5000
+
+
+def test_the_candidate_whose_quickest_defeat_came_latest_is_published():
+    candidates = ["a", "b", "c", "d"]
+    records = [
+        _record("a", 3000, snapshot_at=2900),  # beaten at 2,900
+        _record("b", 8000, snapshot_at=8000),  # held 8,000 (the budget), then a second generation...
+        _record("b", 1500, snapshot_at=1200, generation="main_exploiter-2"),  # ...beat it at 1,200
+        _record("c", 4000),  # unbeaten so far, 4,000
+        _record("learner", 9000),  # a generation that waited on the live learner: not a candidate
+        _record("x", 9000),  # a target that is not a candidate (below the bar)
+    ]
+    assert held_longest(records, candidates, budget=8000) == "c"
+    assert held_longest(records[:2], candidates, budget=8000) == "b"  # held 8,000 against a defeat at 2,900
+    assert held_longest(records[:3], candidates, budget=8000) == "a"  # b's quickest defeat: 1,200
+    # equal samples: unbeaten before beaten, then the newer
+    assert held_longest([_record("a", 3000), _record("b", 4000, snapshot_at=3000)], candidates, 8000) == "a"
+    assert held_longest([_record("c", 3000), _record("a", 3000)], candidates, 8000) == "c"
+    assert held_longest(records[4:], candidates, budget=8000) is None  # no candidate attacked yet
+    assert held_longest(records, [], budget=8000) is None
+
+
+def test_a_held_league_attacks_its_candidates_and_publishes_the_one_that_held_longest(tmp_path):
+    run_dir = tmp_path / "run"
+    budget = 1200
+    argv = [*FAST, "+league=robust", f"run_dir={run_dir}", "trainer.total_timesteps=9000",
+            "league.snapshot.every_steps=1000", "league.gauntlet.every_steps=0", "league.gauntlet.games=20",
+            "league.gauntlet.guard_bar=0.3", "league.publish=held", "league.main_exploiter.num_envs=8",
+            "league.main_exploiter.target=candidate", "league.main_exploiter.reset_prob=1",
+            "league.matchmaking.mix.learners=0", "league.matchmaking.mix.mirror=0.4",
+            f"league.main_exploiter.snapshot.every_steps={budget}",
+            "league.main_exploiter.snapshot.min_steps=0"]
+    assert main(argv) == 0
+    with LeagueStore(run_dir / "league.sqlite", create=False) as store:
+        players = store.players()
+        matches = store.matches()
+        gauntlet = store.gauntlet()
+        references = sorted({r.reference for r in gauntlet})
+    snapshots = [p for p in players if p.kind == "snapshot" and p.parent == "learner"]
+    scores = {p.player_id: best_snapshot(gauntlet, [p.player_id], references) for p in snapshots}
+    candidates, seen = [], set()
+    for p in snapshots:  # the rule, from the store: cleared the bar, each set of weights once
+        score = scores[p.player_id]
+        if score is not None and score.score >= 0.3 and p.sha256 not in seen:
+            candidates.append(p.player_id)
+            seen.add(p.sha256)
+    assert candidates
+    # every exploiter generation trained against candidates and the live learner only
+    exploiters = {p.player_id for p in players if p.kind == "main_exploiter"}
+    played = {m.team_b[0] for m in matches if m.team_a[0] in exploiters}
+    assert played & set(candidates), played
+    assert played <= {"learner", *candidates}, played - {"learner", *candidates}
+    # what is published is the rule's choice over the store's matches
+    choice = held_longest(time_to_exploit(players, matches), candidates, budget)
+    assert choice is not None
+    found = published(run_dir)
+    assert [m.player_id for m in found.members] == [choice]
+    assert resolve_player(f"league:{run_dir}", "rpsw", (1, 1)) is not None
+
+
+def test_held_publishing_and_the_candidate_target_need_a_gauntlet_bar_and_a_main_exploiter():
+    with pytest.raises(ValueError, match=r"league.publish=held reads the candidates.*guard_bar=None"):
+        LeagueConfig(publish="held", main_exploiter=MainExploiterConfig()).validate()
+    with pytest.raises(ValueError, match=r"main_exploiter.target=candidate reads the candidates.*games=0"):
+        LeagueConfig(main_exploiter=MainExploiterConfig(target="candidate"),
+                     gauntlet=GauntletConfig(games=0, guard_bar=0.8)).validate()
+    with pytest.raises(ValueError, match="league.publish=held .* has no league.main_exploiter"):
+        LeagueConfig(publish="held", gauntlet=GauntletConfig(guard_bar=0.8)).validate()
+    LeagueConfig(publish="held", main_exploiter=MainExploiterConfig(target="candidate"),
+                 gauntlet=GauntletConfig(guard_bar=0.8)).validate()
