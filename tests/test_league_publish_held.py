@@ -27,10 +27,10 @@ def _snap(index: int, parent: str = "learner") -> Player:
                   step=index * 100, parent=parent)
 
 
-def _record(target: str, samples: int, exploited_at: int | None = None,
-            snapshot_at: int | None = None, generation: str = "main_exploiter-0") -> TimeToExploit:
-    return TimeToExploit(generation, target, games=samples // 100, samples=samples, exploited_at=exploited_at,
-                         recent=0.5, snapshot_at=snapshot_at)
+def _record(target: str, samples: int, exploited_at: int | None = None, snapshot_at: int | None = None,
+            generation: str = "main_exploiter-0", since: int = 0) -> TimeToExploit:
+    return TimeToExploit(generation, target, games=(samples - since) // 100, samples=samples, since=since,
+                         exploited_at=exploited_at, recent=0.5, snapshot_at=snapshot_at)
 
 
 def test_a_candidate_target_walks_only_the_candidates_to_publish():
@@ -83,6 +83,12 @@ def test_the_candidate_whose_quickest_defeat_came_latest_is_published():
     # equal samples: unbeaten before beaten, then the newer
     assert held_longest([_record("a", 3000), _record("b", 4000, snapshot_at=3000)], candidates, 8000) == "a"
     assert held_longest([_record("c", 3000), _record("a", 3000)], candidates, 8000) == "c"
+    # counted from a generation's first game against its target: one that trained against the live
+    # learner until 6,000 and gave up at 8,000 held its target 2,000 samples, not 8,000
+    waited = [_record("a", 8000, snapshot_at=8000, since=6000), _record("b", 3000)]
+    assert held_longest(waited, candidates, budget=8000) == "b"
+    beaten_late = [_record("a", 7000, snapshot_at=6500, since=5000), _record("b", 3000, snapshot_at=1600)]
+    assert held_longest(beaten_late, candidates, budget=8000) == "b"  # a fell 1,500 samples in
     assert held_longest(records[4:], candidates, budget=8000) is None  # no candidate attacked yet
     assert held_longest(records, [], budget=8000) is None
 

@@ -314,16 +314,17 @@ def gauntlet_table(records: Sequence[GauntletRecord], last: int = 10, restores: 
 
 
 def time_to_exploit_table(records: Sequence[TimeToExploit], last: int = 10) -> Table:
-    """The last ``last`` exploiter generations: whom each trained against (its target), and after how many
-    of its own samples it beat it (``arena.league.model.time_to_exploit``)."""
+    """The last ``last`` exploiter generations: whom each trained against (its target), from and to which
+    of its own samples, and after how many it beat it (``arena.league.model.time_to_exploit``)."""
     table = Table(title="Time to exploit (newest exploiter generations)",
                   caption=f"beaten: its score over its last {WINDOW} games against the target first reached "
                           f"{EXPLOITED}; held: it never did")
-    for column in ("generation", "target", "games", "samples", "beaten at", f"last {WINDOW}", "1st snapshot"):
+    for column in ("generation", "target", "games", "from", "samples", "beaten at", f"last {WINDOW}",
+                   "1st snapshot"):
         table.add_column(column, justify="left" if column in ("generation", "target") else "right",
                          no_wrap=True)
     for r in records[-last:]:
-        table.add_row(r.generation, r.target, f"{r.games:,}", f"{r.samples:,}",
+        table.add_row(r.generation, r.target, f"{r.games:,}", f"{r.since:,}", f"{r.samples:,}",
                       "held" if r.exploited_at is None else f"{r.exploited_at:,}", f"{r.recent:.3f}",
                       "none" if r.snapshot_at is None else f"{r.snapshot_at:,}")
     return table
