@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from arena.agents.players import resolve_player
+from arena.bench.exploitability import main as exploitability_bench
 from arena.league import LeagueStore, Player
 from arena.league.config import GauntletConfig, LeagueConfig, MainExploiterConfig
 from arena.league.matchmaking.exploiters import MainExploiterChooser
@@ -141,3 +142,9 @@ def test_held_publishing_and_the_candidate_target_need_a_gauntlet_bar_and_a_main
         LeagueConfig(publish="held", gauntlet=GauntletConfig(guard_bar=0.8)).validate()
     LeagueConfig(publish="held", main_exploiter=MainExploiterConfig(target="candidate"),
                  gauntlet=GauntletConfig(guard_bar=0.8)).validate()
+
+
+def test_the_goofspiel_bench_refuses_a_held_league_by_name(capsys):
+    with pytest.raises(SystemExit):
+        exploitability_bench(["--leagues", "selfplay", "league.publish=held"])
+    assert "league.publish=held is not measured here" in capsys.readouterr().err
