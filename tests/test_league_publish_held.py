@@ -146,5 +146,5 @@ def test_held_publishing_and_the_candidate_target_need_a_gauntlet_bar_and_a_main
 
 def test_the_goofspiel_bench_refuses_a_held_league_by_name(capsys):
     with pytest.raises(SystemExit):
-        exploitability_bench(["--leagues", "selfplay", "league.publish=held"])
+        exploitability_bench(["league.publish=held", "--leagues", "selfplay"])
     assert "league.publish=held is not measured here" in capsys.readouterr().err
