@@ -34,7 +34,7 @@ def _record(target: str, samples: int, exploited_at: int | None = None, snapshot
                          exploited_at=exploited_at, recent=0.5, snapshot_at=snapshot_at)
 
 
-def test_a_candidate_target_walks_only_the_candidates_to_publish():
+def test_a_candidate_target_attacks_each_candidate_to_publish_once_across_generations():
     pool = Pool([Player("learner", "learner"), Player("main_exploiter-0", "main_exploiter")])
     candidates: list[str] = []
     chooser = MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0),
@@ -46,16 +46,25 @@ def test_a_candidate_target_walks_only_the_candidates_to_publish():
     candidates.append("learner:snap-000002")  # snapshot 1 did not clear the bar
     assert chooser.frozen_target(me) == "learner:snap-000002"
     assert chooser.choose_many(me, 3) == ["learner:snap-000002"] * 3
-    pool.add(_snap(3))  # newer, not a candidate: the exploiter stays on its target after its snapshot...
-    pool.add(_snap(1, parent=me))
-    assert chooser.frozen_target(me) is None  # ...and waits for the next candidate
-    pool.add(_snap(4))
-    candidates.append("learner:snap-000004")
-    assert chooser.frozen_target(me) == "learner:snap-000004"
-    # the same pool with target=newest would have taken snapshot 3 after the exploiter's snapshot
+    pool.add(_snap(3))  # newer, not a candidate
+    pool.add(_snap(1, parent=me))  # it beat its target and restarts: the next generation...
+    pool.add(Player("main_exploiter-1", "main_exploiter"))
+    nxt = "main_exploiter-1"
+    assert chooser.frozen_target(nxt) is None  # ...does not attack snapshot 2 again: it waits
+    assert chooser.frozen_target(me) is None  # an old generation trains against nothing
+    # target=newest would have sent the new generation to snapshot 3
     newest = MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0),
                                   target="newest")
-    assert newest.frozen_target(me) == "learner:snap-000003"
+    assert newest.frozen_target(nxt) == "learner:snap-000003"
+    pool.add(_snap(4))
+    candidates.append("learner:snap-000004")
+    assert chooser.frozen_target(nxt) == "learner:snap-000004"
+    pool.add(_snap(5))
+    candidates.append("learner:snap-000005")
+    assert chooser.frozen_target(nxt) == "learner:snap-000004"  # a newer one does not move it mid-way
+    pool.add(_snap(1, parent=nxt))  # its snapshot (gave up, or beat it): on to the newest candidate
+    pool.add(Player("main_exploiter-2", "main_exploiter"))
+    assert chooser.frozen_target("main_exploiter-2") == "learner:snap-000005"
     with pytest.raises(ValueError, match="target='candidate' needs the league's candidates"):
         MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0), target="candidate")
 
@@ -119,13 +128,13 @@ def test_a_held_league_attacks_its_candidates_and_publishes_the_one_that_held_lo
             candidates.append(p.player_id)
             seen.add(p.sha256)
     assert candidates
-    # every exploiter generation trained against candidates and the live learner only
-    exploiters = {p.player_id for p in players if p.kind == "main_exploiter"}
-    played = {m.team_b[0] for m in matches if m.team_a[0] in exploiters}
-    assert played & set(candidates), played
-    assert played <= {"learner", *candidates}, played - {"learner", *candidates}
+    # the exploiter's generations attacked candidates (or waited on the live learner), each one once
+    records = time_to_exploit(players, matches)
+    targets = [r.target for r in records if r.target != "learner"]
+    assert targets and set(targets) <= set(candidates), (targets, candidates)
+    assert len(set(targets)) == len(targets), targets
     # what is published is the rule's choice over the store's matches
-    choice = held_longest(time_to_exploit(players, matches), candidates, budget)
+    choice = held_longest(records, candidates, budget)
     assert choice is not None
     found = published(run_dir)
     assert [m.player_id for m in found.members] == [choice]
