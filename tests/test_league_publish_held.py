@@ -29,9 +29,9 @@ def _snap(index: int, parent: str = "learner") -> Player:
 
 
 def _record(target: str, samples: int, exploited_at: int | None = None, snapshot_at: int | None = None,
-            generation: str = "main_exploiter-0", since: int = 0) -> TimeToExploit:
+            generation: str = "main_exploiter-0", since: int = 0, recent: float = 0.5) -> TimeToExploit:
     return TimeToExploit(generation, target, games=(samples - since) // 100, samples=samples, since=since,
-                         exploited_at=exploited_at, recent=0.5, snapshot_at=snapshot_at)
+                         exploited_at=exploited_at, recent=recent, snapshot_at=snapshot_at)
 
 
 def test_a_candidate_target_attacks_each_candidate_to_publish_once_across_generations():
@@ -99,6 +99,10 @@ def test_the_candidate_whose_quickest_defeat_came_latest_is_published():
     assert held_longest(waited, candidates, budget=8000) == "b"
     beaten_late = [_record("a", 7000, snapshot_at=6500, since=5000), _record("b", 3000, snapshot_at=1600)]
     assert held_longest(beaten_late, candidates, budget=8000) == "b"  # a fell 1,500 samples in
+    # two that held a generation to its budget: the one it scored less against
+    at_budget = [_record("a", 8000, snapshot_at=8000, recent=0.23), _record("b", 8000, snapshot_at=8000,
+                                                                            recent=0.5)]
+    assert held_longest(at_budget, candidates, budget=8000) == "a"
     assert held_longest(records[4:], candidates, budget=8000) is None  # no candidate attacked yet
     assert held_longest(records, [], budget=8000) is None
 
