@@ -15,7 +15,7 @@ from typing import Any
 
 from arena.agents.scripted import SCRIPTED_BOTS
 from arena.games import GAMES
-from arena.league.matchmaking.exploiters import MAIN_EXPLOITER_TARGETS
+from arena.league.matchmaking.exploiters import EXPLOITER_WAITS, FROZEN_TARGETS, MAIN_EXPLOITER_TARGETS
 from arena.league.matchmaking.pfsp import SOURCES, WEIGHTINGS
 from arena.league.model.players import EXPLOITER_KINDS, PLAYER_KINDS
 from arena.league.model.published import PUBLISH_MODES
@@ -97,6 +97,11 @@ class MainExploiterConfig:
     # gauntlet cleared league.gauntlet.guard_bar, each set of weights once), so the league attacks
     # what it could publish; league.publish=held then publishes the one that held longest.
     target: str = "live"
+    # With a frozen target (newest or candidate), what it does while it has none (the learner has no
+    # new snapshot, or no new candidate, since its last): "live", play the live learner as "live" does;
+    # "rest", sit out its turns (no rollout, no update), so the main learner has the whole machine and
+    # every sample of a generation, its snapshot budget included, goes to its target.
+    wait: str = "live"
     # Against the live learner by default; while its score against it is below low_score, half the
     # time (snapshot_prob) PFSP with `weighting` over the learner's snapshots instead.
     low_score: float = 0.2
@@ -359,6 +364,18 @@ class LeagueConfig:
             if m.target not in MAIN_EXPLOITER_TARGETS:
                 raise ValueError(f"league.main_exploiter.target={m.target!r} must be one of "
                                  f"{list(MAIN_EXPLOITER_TARGETS)}")
+            if m.wait not in EXPLOITER_WAITS:
+                raise ValueError(
+                    f"league.main_exploiter.wait={m.wait!r} must be one of {list(EXPLOITER_WAITS)}")
+            if m.wait == "rest" and m.target not in FROZEN_TARGETS:
+                raise ValueError(
+                    "league.main_exploiter.wait=rest rests while a frozen target has none to give; "
+                    f"league.main_exploiter.target={m.target!r} is not one of {list(FROZEN_TARGETS)}")
+            if m.wait == "rest" and self.exploiter_ranks:
+                raise ValueError(
+                    "league.main_exploiter.wait=rest is not supported with league.exploiter_ranks=true (an "
+                    "exploiter rank trains every round, and its rest would free no compute for the main "
+                    "learner); set one of them to live/false")
             if m.start_score is not None:
                 _check_unit(m.start_score, "league.main_exploiter.start_score")
                 if self.gauntlet.games <= 0:
