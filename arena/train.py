@@ -121,7 +121,7 @@ def resolve_resume(resume: str | None, run_dir: Path, explicit_run_dir: bool,
 
 def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
     """The pieces a run is made of, from the resolved config (no training happens here)."""
-    trainer_values = {k: v for k, v in _plain(cfg.trainer).items() if k != "resume"}
+    trainer_values = {k: v for k, v in _plain(cfg.trainer).items() if k not in ("resume", "init")}
     checkpoint_dir = Path(trainer_values["checkpoint_dir"])
     if not checkpoint_dir.is_absolute():
         trainer_values["checkpoint_dir"] = str(run_dir / checkpoint_dir)
@@ -149,7 +149,8 @@ def build_components(cfg: Any, run_dir: Path) -> dict[str, Any]:
 def build_trainer(
     cfg: Any, run_dir: Path, resume_path: Path | None = None, matchmaker: Any = None, collective: Any = None
 ) -> tuple[Any, dict[str, Any]]:
-    """A new trainer as configured, or one restored from ``resume_path``; and its components.
+    """A new trainer as configured (its learner's weights from ``trainer.init`` when set), or one
+    restored from ``resume_path``; and its components.
     ``matchmaker`` replaces the configured opponent mix (a league's matchmaker); ``collective``: this
     process is a rank of a data-parallel run (``arena.trainer.distributed``)."""
     parts = build_components(cfg, run_dir)
@@ -167,6 +168,15 @@ def build_trainer(
         except BaseException:
             env.close()
             raise
+        init = cfg.trainer.get("init")
+        if init:
+            try:
+                sha256 = trainer.start_from(str(init), what="trainer.init")
+            except BaseException:
+                trainer.close()
+                raise
+            logger.info("the learner starts from %s (sha256 %s)", init, sha256[:12])
+            parts["init"] = {"path": str(init), "sha256": sha256}
         return trainer, parts
     logger.info("resuming from %s", resume_path)
     trainer = PPOTrainer.resume(
@@ -295,7 +305,8 @@ def _train(cfg: Any, run_dir: Path, resume_path: Path | None, collective: Any = 
             logger.info(note)
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
         record_start(run_dir, resumed_from=None if resume_path is None else str(resume_path),
-                     step=trainer.global_step, ranks=1 if collective is None else collective.world)
+                     step=trainer.global_step, ranks=1 if collective is None else collective.world,
+                     init=parts.get("init"))
     log = NoneLogger()  # ranks other than 0 log nothing
     if main:
         log = make_logger(cfg.logger.kind, run_dir, **_logger_options(cfg, run_dir, trainer))

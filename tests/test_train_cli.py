@@ -10,11 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
+from arena.agents.policy import load_policy
+from arena.atomic import sha256_file
 from arena.config import ENV_CONFIGS, ENV_META_KEYS, compose_run_config, game_overrides
 from arena.games import spec
-from arena.train import build_components, main, run_league_config
+from arena.train import build_components, build_trainer, main, run_league_config
 
 QUICK = [
     "env=rpsw", "trainer=quick", "dashboard=false", "trainer.total_timesteps=3000", "trainer.num_envs=32"
@@ -217,6 +220,45 @@ def test_every_start_of_a_run_records_its_commit_and_machine(tmp_path):
 def test_cli_resume_from_a_missing_checkpoint_is_a_clear_error(tmp_path, capsys):
     assert main([*QUICK, f"run_dir={tmp_path / 'none'}", "trainer.resume=latest"]) == 2
     assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_a_run_given_trainer_init_starts_from_that_files_weights_and_records_it(tmp_path):
+    assert main([*QUICK, f"run_dir={tmp_path / 'first'}"]) == 0
+    weights = tmp_path / "first" / "checkpoints" / "trainer.pt"
+    given = load_policy(weights).state_dict()
+    for init, same in ((None, False), (weights, True)):
+        extra = [] if init is None else [f"trainer.init={init}"]
+        trainer, parts = build_trainer(compose_run_config([*QUICK, *extra]), tmp_path / "built")
+        try:
+            mine = trainer.policy.state_dict()
+            assert all(torch.equal(mine[k].cpu(), given[k]) for k in given) is same
+        finally:
+            trainer.close()
+    run_dir = tmp_path / "second"
+    assert main([*QUICK, f"run_dir={run_dir}", f"trainer.init={weights}"]) == 0
+    (start,) = json.loads((run_dir / "provenance.json").read_text())
+    assert start["init"]["path"] == str(weights) and start["init"]["sha256"] == sha256_file(weights)
+
+
+def test_a_resumed_run_keeps_its_checkpoints_weights_and_does_not_read_trainer_init(tmp_path):
+    run_dir = tmp_path / "run"
+    assert main([*QUICK, f"run_dir={run_dir}"]) == 0
+    missing = tmp_path / "gone.pt"
+    assert main([*QUICK, f"run_dir={run_dir}", "trainer.total_timesteps=6000", "trainer.resume=latest",
+                 f"trainer.init={missing}"]) == 0
+    starts = json.loads((run_dir / "provenance.json").read_text())
+    assert starts[1]["resumed_from"] and starts[1]["init"] is None
+
+
+def test_trainer_init_of_another_architecture_or_a_missing_file_is_a_clear_error(tmp_path, capsys):
+    assert main([*QUICK, f"run_dir={tmp_path / 'small'}", "agent.lstm_size=16", "agent.hidden_size=16"]) == 0
+    small = tmp_path / "small" / "checkpoints" / "trainer.pt"
+    assert main([*QUICK, f"run_dir={tmp_path / 'a'}", f"trainer.init={small}"]) == 2
+    err = capsys.readouterr().err
+    assert f"trainer.init={small}" in err and "architecture" in err and "16" in err
+    missing = tmp_path / "gone.pt"
+    assert main([*QUICK, f"run_dir={tmp_path / 'b'}", f"trainer.init={missing}"]) == 2
+    assert f"trainer.init={missing}" in capsys.readouterr().err
 
 
 def test_stages_switch_learning_rate_and_opponents_at_their_step_counts(tmp_path):

@@ -45,7 +45,8 @@ import torch
 from torch import Tensor
 
 import arena
-from arena.agents.policy import Policy
+from arena.agents.policy import Policy, load_policy
+from arena.atomic import sha256_file
 from arena.envs.vector import VectorEnv
 from arena.games import DEFAULT_GAME, spec
 from arena.player_specs import MIRROR, parse_player
@@ -245,6 +246,31 @@ class PPOTrainer:
         """``listener(UpdateFinished)`` is called at the end of every ``mean_and_log``, in the order
         added; the metrics it returns join the update's (``arena.trainer.events``)."""
         self._update_listeners.append(listener)
+
+    def start_from(self, path: str | Path, what: str = "init") -> str:
+        """Starts the learner from the weights in the policy file ``path`` (a trainer checkpoint or a
+        snapshot of this learner's architecture) instead of fresh ones: ``trainer.init`` of
+        ``python -m arena.train``, ``--init`` of ``arena.bench exploit``. Only before the first update
+        (the optimizer holds nothing yet); a magnet, where there is one, starts as the same weights.
+        In a data-parallel run every rank calls it with the same file. Returns the file's sha256.
+        ``FileNotFoundError`` or ``ValueError`` naming ``what`` and the path for a missing file, one that
+        is not a policy file, or one of another architecture (both named)."""
+        if self.update or self.global_step:
+            raise RuntimeError(f"{what}={path}: a learner starts from a file before it learns; this one "
+                               f"has made {self.global_step} samples")
+        try:
+            source = load_policy(path)
+        except (FileNotFoundError, ValueError) as exc:
+            raise type(exc)(f"{what}={path}: {exc}") from None
+        if source.spec != self.policy.spec:
+            raise ValueError(f"{what}={path} holds a policy of another architecture than this learner's: "
+                             f"{source.spec} against {self.policy.spec}")
+        weights = source.state_dict()
+        with torch.no_grad():
+            self.policy.load_state_dict(weights)
+            if self.magnet is not None:
+                self.magnet.load_state_dict(weights)
+        return sha256_file(path)
 
     def restore_policy(self, weights: Mapping[str, Tensor]) -> None:
         """Replaces the learner's weights (a ``Policy.state_dict`` of the same architecture) and
