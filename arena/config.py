@@ -63,8 +63,8 @@ class TrainerRunConfig(TrainerConfig):
     """The trainer's hyperparameters plus where to resume from: a checkpoint path or ``latest``; and the
     policy file a new run's learner starts from (``init``: a trainer checkpoint or a snapshot of the
     same architecture, as ``--init`` of ``arena.bench exploit``; None: fresh weights; a resumed run
-    keeps its checkpoint's weights). A run writes a checkpoint every 5
-    minutes unless told otherwise (``trainer.checkpoint_minutes=0``)."""
+    keeps its checkpoint's weights). A run writes a checkpoint every 5 minutes unless told otherwise
+    (``trainer.checkpoint_minutes=0``)."""
 
     checkpoint_minutes: float = 5.0
     resume: str | None = None

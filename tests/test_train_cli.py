@@ -234,6 +234,14 @@ def test_a_run_given_trainer_init_starts_from_that_files_weights_and_records_it(
             assert all(torch.equal(mine[k].cpu(), given[k]) for k in given) is same
         finally:
             trainer.close()
+    trainer, _ = build_trainer(compose_run_config(QUICK), tmp_path / "learnt")
+    try:
+        trainer.evaluate()
+        trainer.train()
+        with pytest.raises(RuntimeError, match="before it learns"):  # Adam's moments belong to its weights
+            trainer.start_from(weights)
+    finally:
+        trainer.close()
     run_dir = tmp_path / "second"
     assert main([*QUICK, f"run_dir={run_dir}", f"trainer.init={weights}"]) == 0
     (start,) = json.loads((run_dir / "provenance.json").read_text())
