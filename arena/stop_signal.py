@@ -7,7 +7,10 @@ periodic one, no final measurement, no record. Inside ``sigterm_stops_as_ctrl_c(
 SIGTERM raises ``KeyboardInterrupt`` in the main thread instead, so the code that handles Ctrl-C
 (``arena.train`` writes its checkpoint, ``arena.bench exploit`` measures its best weights) handles it
 too. A second SIGTERM ends the process at once, as the default does (every file arena writes is
-written atomically, so it cannot leave half a file).
+written atomically, so it cannot leave half a file), unless it comes within ``DUPLICATE_S`` of the
+first: coreutils' ``timeout`` sends its signal to the command and then to the command's whole process
+group, so ``timeout 1800 python -m arena.train ...`` delivers SIGTERM twice within microseconds; taken
+as a second request, the copy ended the run before its checkpoint was written.
 
 The handler is installed only in the main thread of a process whose SIGTERM is at its default, so
 an application that embeds arena and handles SIGTERM itself keeps its own handler.
@@ -15,16 +18,21 @@ an application that embeds arena and handles SIGTERM itself keeps its own handle
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+DUPLICATE_S = 1.0  # a SIGTERM this soon after the first is the same request, not a second one
+
 
 @contextmanager
 def sigterm_stops_as_ctrl_c() -> Iterator[bool]:
-    """Within the block, SIGTERM raises ``KeyboardInterrupt`` (once; a second one terminates);
+    """Within the block, SIGTERM raises ``KeyboardInterrupt`` (once; a second one, ``DUPLICATE_S`` or
+    more later, terminates);
     yields whether the handler was installed (not outside the main thread, nor over a handler
     someone else set). The previous disposition is restored on leaving."""
     if threading.current_thread() is not threading.main_thread() or \
@@ -32,8 +40,17 @@ def sigterm_stops_as_ctrl_c() -> Iterator[bool]:
         yield False
         return
 
+    first: list[float] = []
+
+    def again(signum: int, frame: FrameType | None) -> None:
+        if time.monotonic() - first[0] < DUPLICATE_S:
+            return  # the same request again (``timeout`` signals the command and its group)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second request ends the process
+        os.kill(os.getpid(), signal.SIGTERM)
+
     def stop(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process
+        first.append(time.monotonic())
+        signal.signal(signal.SIGTERM, again)
         raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
 
     signal.signal(signal.SIGTERM, stop)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.stop_signal import sigterm_stops_as_ctrl_c
+from arena.stop_signal import DUPLICATE_S, sigterm_stops_as_ctrl_c
 
 
 @pytest.fixture
@@ -22,14 +23,68 @@ def default_sigterm():
     signal.signal(signal.SIGTERM, previous)
 
 
-def test_the_first_sigterm_in_the_block_raises_keyboard_interrupt_and_a_second_terminates(default_sigterm):
+def test_the_first_sigterm_in_the_block_raises_keyboard_interrupt_and_its_duplicate_is_ignored(
+        default_sigterm):
     with sigterm_stops_as_ctrl_c() as installed:
         assert installed
         with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)  # the handler runs at the next bytecode; never reached
-        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # a second one terminates
+        os.kill(os.getpid(), signal.SIGTERM)  # as coreutils' timeout sends it again to the group
+        time.sleep(0.05)  # still alive: the same request, not a second one
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+STOPPING = """
+import sys, time
+from arena.stop_signal import DUPLICATE_S, sigterm_stops_as_ctrl_c
+with sigterm_stops_as_ctrl_c():
+    try:
+        print("ready", flush=True)
+        time.sleep(60)
+    except KeyboardInterrupt:
+        print("stopping", flush=True)
+        time.sleep(float(sys.argv[1]))  # the checkpoint being written
+        print("saved", flush=True)
+"""
+
+
+@pytest.mark.parametrize("gap, saved", [(0.3, True), (DUPLICATE_S + 0.5, False)])
+def test_a_second_sigterm_ends_the_stop_only_when_it_is_a_second_request(tmp_path, gap, saved):
+    log = tmp_path / "out.txt"
+
+    def wait_for(word: str) -> None:
+        deadline = time.monotonic() + 60
+        while word not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    with open(log, "w") as out:
+        process = subprocess.Popen([sys.executable, "-c", STOPPING, str(DUPLICATE_S + 2.0)], stdout=out,
+                                   stderr=subprocess.STDOUT, preexec_fn=_as_a_background_job)
+        try:
+            wait_for("ready")
+            process.send_signal(signal.SIGTERM)
+            time.sleep(gap)  # the second signal: a duplicate (timeout's) or a user's second kill
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+        finally:
+            process.kill()
+    assert "stopping" in log.read_text()
+    assert ("saved" in log.read_text()) is saved, log.read_text()
+    assert process.returncode == (0 if saved else -signal.SIGTERM)
+
+
+@pytest.mark.skipif(shutil.which("timeout") is None, reason="coreutils' timeout is not installed")
+def test_a_run_under_coreutils_timeout_writes_its_checkpoint(tmp_path):
+    run_dir = tmp_path / "run"
+    command = ["timeout", "20", sys.executable, "-m", "arena.train", "env=rpsw", "trainer=quick",
+               "dashboard=false", "logger=none", f"run_dir={run_dir}",
+               "trainer.total_timesteps=1_000_000_000", "trainer.checkpoint_minutes=0"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    out = done.stdout + done.stderr
+    assert done.returncode == 124, out[-3000:]  # timeout's own status: it stopped the run
+    assert "interrupted at step" in out and "stopped:" in out, out[-3000:]
+    assert (run_dir / "checkpoints" / "trainer.pt").is_file()  # no periodic one: written at the stop
 
 
 def test_a_sigterm_handler_someone_else_set_is_left_alone(default_sigterm):
