@@ -32,9 +32,8 @@ DUPLICATE_S = 1.0  # a SIGTERM this soon after the first is the same request, no
 @contextmanager
 def sigterm_stops_as_ctrl_c() -> Iterator[bool]:
     """Within the block, SIGTERM raises ``KeyboardInterrupt`` (once; a second one, ``DUPLICATE_S`` or
-    more later, terminates);
-    yields whether the handler was installed (not outside the main thread, nor over a handler
-    someone else set). The previous disposition is restored on leaving."""
+    more later, terminates); yields whether the handler was installed (not outside the main thread,
+    nor over a handler someone else set). The previous disposition is restored on leaving."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield False
