@@ -145,6 +145,22 @@ class LeagueExploiterConfig:
     reset_prob: float = 0.25
 
 
+@dataclass
+class AnswerConfig:
+    """The answer (``arena.league.run.answer``), with ``enabled``: once a main exploiter generation
+    beats a candidate to publish, the main learner goes back to that candidate's weights
+    (``restore``) and from then on draws its opponents from ``mix`` (by default half the
+    exploiters' snapshots by PFSP, half the bots by PFSP), without its kickstarting teacher unless
+    ``teacher``. A league that finds a hole then trains the learner on it, against the bots too so
+    it keeps them."""
+
+    enabled: bool = False
+    mix: MixConfig = field(default_factory=lambda: MixConfig(mirror=0.0, pfsp=0.0, scripted=0.0,
+                                                              pfsp_scripted=0.5, pfsp_exploiters=0.5))
+    restore: bool = True  # the learner restarts from the beaten candidate's weights
+    teacher: bool = False  # keep the kickstarting teacher's pull (trainer.kickstart_*) while answering
+
+
 MAX_VIEW_PLAYERS = 100  # 100 x 100 cells: W&B's 10,000-row table limit
 
 
@@ -218,6 +234,9 @@ class LeagueConfig:
     seed: int | None = None  # matchmaking seed; None: the trainer's seed
     main_exploiter: MainExploiterConfig | None = None
     league_exploiter: LeagueExploiterConfig | None = None
+    # with answer.enabled, once a main exploiter generation beats a candidate to publish, the main
+    # learner answers it (AnswerConfig; needs main_exploiter.target=candidate)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
     gauntlet: GauntletConfig = field(default_factory=GauntletConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     # Opening a league again checks each snapshot file's sha256 only where its size or mtime changed
@@ -232,7 +251,8 @@ class LeagueConfig:
     # or ``nash``, PSRO's meta-strategy over its snapshots (``arena.league.model.meta``); or ``held``, the
     # candidate (a snapshot whose gauntlet cleared league.gauntlet.guard_bar) that held the main
     # exploiter's generations longest (``arena.league.model.time_to_exploit.held_longest``), the newest
-    # snapshot until one has been attacked.
+    # snapshot until one has been attacked; or ``unbeaten``, the newest candidate no main exploiter
+    # generation has beaten (attacked or not yet), else held's choice.
     publish: str = "newest"
     publish_window: int = 8
     # PSRO's meta-game (with publish: nash or the matchmaking source nash): games each new snapshot of
@@ -418,8 +438,23 @@ class LeagueConfig:
             if g.games == 0:
                 raise ValueError(f"league.meta_bar={self.meta_bar} reads the gauntlet's scores, but "
                                  "league.gauntlet.games=0 turns the gauntlet off; set league.meta_bar=null")
+        a = self.answer
+        for name in ("enabled", "restore", "teacher"):
+            if not isinstance(getattr(a, name), bool):
+                raise ValueError(f"league.answer.{name}={getattr(a, name)!r} must be true or false")
+        if a.enabled:
+            _check_matchmaking(MatchmakingConfig(mix=a.mix), "league.answer")
+            if self.main_exploiter is None or self.main_exploiter.target != "candidate":
+                target = None if self.main_exploiter is None else self.main_exploiter.target
+                raise ValueError("league.answer.enabled=true answers a main exploiter that beat a candidate "
+                                 "to publish; it needs league.main_exploiter with target=candidate, not "
+                                 f"{'no main exploiter' if target is None else f'target={target}'}")
+            if self.exploiter_ranks:
+                raise ValueError("league.answer.enabled=true is not supported with "
+                                 "league.exploiter_ranks=true (the exploiters' rounds do not report their "
+                                 "defeats of candidates); set one of them to false")
         needs_candidates = [name for name, on in (
-            ("league.publish=held", self.publish == "held"),
+            (f"league.publish={self.publish}", self.publish in ("held", "unbeaten")),
             ("league.main_exploiter.target=candidate",
              self.main_exploiter is not None and self.main_exploiter.target == "candidate")) if on]
         if needs_candidates:
@@ -429,9 +464,9 @@ class LeagueConfig:
                                  "cleared league.gauntlet.guard_bar; this league has "
                                  f"league.gauntlet.games={g.games} and guard_bar={g.guard_bar}: give the "
                                  "gauntlet games and a guard_bar (e.g. league.gauntlet.guard_bar=0.8)")
-            if self.publish == "held" and self.main_exploiter is None:
-                raise ValueError("league.publish=held publishes the candidate that held the main exploiter "
-                                 "longest; this league has no league.main_exploiter")
+            if self.publish in ("held", "unbeaten") and self.main_exploiter is None:
+                raise ValueError(f"league.publish={self.publish} publishes by the main exploiter's games "
+                                 "against the candidates; this league has no league.main_exploiter")
         if self.meta_exploiters and all(getattr(self, kind) is None for kind in EXPLOITER_KINDS):
             raise ValueError("league.meta_exploiters=true needs an exploiter (league.main_exploiter or "
                              "league.league_exploiter); this league has none")

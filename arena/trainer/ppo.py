@@ -194,6 +194,7 @@ class PPOTrainer:
         if cfg.magnet_coef > 0.0:
             self.magnet = copy.deepcopy(self.policy).eval().requires_grad_(False)
         self.kickstart: Kickstart | None = None
+        self.kickstart_paused = False  # pause_kickstart: the teacher's weight is 0 while True
         if cfg.kickstart_teacher is not None:
             self.kickstart = Kickstart(
                 KickstartSchedule(cfg.kickstart_teacher, cfg.kickstart_coef, cfg.kickstart_steps,
@@ -282,6 +283,12 @@ class PPOTrainer:
         if self.collective is not None:
             self._pending_restore = {k: v.detach().cpu().clone() for k, v in weights.items()}
 
+    def pause_kickstart(self, paused: bool = True) -> None:
+        """Turns the kickstarting teacher's loss off (``paused``) or back on at its schedule's weight
+        for the step; nothing without a teacher. Not saved in the checkpoint: whoever pauses it (the
+        league's answer, ``arena.league.run.answer``) pauses it again on resume."""
+        self.kickstart_paused = bool(paused)
+
     def _apply_restore(self, weights: Mapping[str, Tensor]) -> None:
         with torch.no_grad():
             self.policy.load_state_dict(dict(weights))
@@ -351,7 +358,8 @@ class PPOTrainer:
                 exp.learner_mask.t(), exp.next_mask,
             ).t().contiguous()
             returns = advantages + exp.values
-        kick_coef = self.kickstart.coef_at(self._steps_before_batch) if self.kickstart else 0.0
+        kick_coef = (self.kickstart.coef_at(self._steps_before_batch)
+                     if self.kickstart and not self.kickstart_paused else 0.0)
         teacher = self.kickstart.labels(exp.obs, self.update) if self.kickstart and kick_coef > 0.0 else None
         segments, rows_of_shard = exp.learner_segments(), None
         if self.collective is not None:  # the run's segments: every rank cuts the same minibatches

@@ -140,6 +140,11 @@ class Matchmaker:
         # The "nash" source's weights ({player: weight}, PSRO's meta-strategy), set by the league.
         self.meta_strategy: Callable[[], Mapping[str, float]] | None = None
 
+    def set_mix(self, mix: Mapping[str, float]) -> None:
+        """Draws from now on with another mix of sources (checked as the constructor checks it); the
+        RNG stream goes on."""
+        self.sources, self.source_probs = _parse_mix(mix)
+
     def choose(self, learner_id: str) -> str:
         """One opponent's player id for an env slot of `learner_id`."""
         return self.choose_many(learner_id, 1)[0]

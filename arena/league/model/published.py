@@ -11,7 +11,8 @@ its strength is judged by:
   Either is played by drawing one member per match. ``league.publish: held``: the candidate to publish
   (a snapshot whose gauntlet cleared the guard's bar) that held the main exploiter longest
   (``arena.league.model.time_to_exploit.held_longest``); the newest snapshot until one has been
-  attacked. The league writes it to its store (meta key
+  attacked. ``league.publish: unbeaten``: the newest candidate no main exploiter generation has
+  beaten (``newest_unbeaten``), else held's choice. The league writes it to its store (meta key
   ``published``, in one transaction) after each snapshot, so a reader beside a running trainer
   always sees a whole one.
 
@@ -35,7 +36,8 @@ from arena.league.model.snapshots import snapshot_file, verify_snapshot
 from arena.league.model.store import LEAGUE_DB, LeagueStore
 
 PUBLISHED_KEY = "published"  # store meta: {"members": [ids], "weights": [w], "step": int}
-PUBLISH_MODES = ("newest", "mixture", "nash", "held")
+PUBLISH_MODES = ("newest", "mixture", "nash", "held", "unbeaten")
+BY_EXPLOITERS = ("held", "unbeaten")  # the modes that publish by the exploiters' games against candidates
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def published_mixture(publish: str, window: int, snapshots: Sequence[str],
         return {p: 1.0 for p in snapshots[-window:]}
     if publish == "nash" and strategy:
         return dict(strategy)
-    if publish == "held" and held is not None:
+    if publish in BY_EXPLOITERS and held is not None:
         return {held: 1.0}
     return None
 

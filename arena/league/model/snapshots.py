@@ -182,6 +182,12 @@ class SnapshotGate:
             return False  # the score is still the evidence the last snapshot was taken on
         return self.beat_all_threshold is not None and self._beats_all(win_rates_vs_pool)
 
+    def beats(self, win_rates: Mapping[str, tuple[float, float]]
+              | Iterable[tuple[str, tuple[float, float]]]) -> bool:
+        """Whether the scores clear ``beat_all_threshold`` with ``min_games`` each, whatever the step:
+        the verdict the gate's threshold gives (False without a threshold or without scores)."""
+        return self.beat_all_threshold is not None and self._beats_all(win_rates)
+
     def _beats_all(self, win_rates_vs_pool: Mapping[str, tuple[float, float]]
                    | Iterable[tuple[str, tuple[float, float]]]) -> bool:
         items = win_rates_vs_pool.items() if isinstance(win_rates_vs_pool, Mapping) else win_rates_vs_pool

@@ -283,10 +283,7 @@ class Guard:
         kept.parent.mkdir(parents=True, exist_ok=True)
         path.replace(kept)
         self.gauntlet.take_saved()  # the candidate's replays: the published weights play their own
-        best_player = pool.get(best.player_id)
-        assert best_player.sha256 is not None  # freeze_policy records every snapshot's
-        best_file = snapshot_file(self.run_dir, best_player)
-        state = load_snapshot(best_file, best_player.sha256)
+        best_file, state = self._snapshot_state(best.player_id)
         streak, rejections, restores = counts.in_a_row + 1, counts.rejections + 1, counts.restores
         instead: Policy | None = None
         if streak >= self.config.guard_patience:
@@ -310,6 +307,24 @@ class Guard:
             learner.step, candidate.score, candidate.lower, candidate.upper,
             candidate.reference, best.player_id, best.score, best.reference, action, kept)
         return [], instead
+
+    def _snapshot_state(self, player_id: str) -> tuple[Path, dict[str, Any]]:
+        """A snapshot's file and its contents, checked against its recorded sha256."""
+        player = self.league.pool.get(player_id)
+        assert player.sha256 is not None  # freeze_policy records every snapshot's
+        path = snapshot_file(self.run_dir, player)
+        return path, load_snapshot(path, player.sha256)
+
+    def restore_to(self, learner: LeagueLearner, player_id: str) -> None:
+        """The learner's weights become those of its snapshot ``player_id`` (sha256-checked; Adam's
+        moments cleared), and a run of rejections ends with it, as with the guard's own restore (not
+        counted among them): the league's answer restarts the learner from a beaten candidate."""
+        _, state = self._snapshot_state(player_id)
+        learner.trainer.restore_policy(state["policy"])
+        self._on_restore()
+        counts = self.counts()
+        if counts.in_a_row:
+            self._set_counts(dataclasses.replace(counts, in_a_row=0))
 
     def record(self, player: Player, judged: list[GauntletRecord]) -> None:
         """The gauntlet of a snapshot just taken: ``judged`` (the accepted candidate's games, the same

@@ -27,8 +27,10 @@ update (``UpdateMatchmaker``).
 
 ``LeagueRun`` owns its collaborators and wires them together: the ``Guard`` (the gauntlet's schedule
 and the guard's verdicts, ``arena.league.run.guard``), the ``SnapshotSchedule`` (snapshots and what is
-published, ``arena.league.run.schedule``), the ``Exploiters`` (``arena.league.run.exploiter_trainers``)
-and the ``LeagueViews`` it logs (``arena.league.view.training_views``).
+published, ``arena.league.run.schedule``), the ``Exploiters`` (``arena.league.run.exploiter_trainers``),
+the ``Answer`` with ``league.answer`` (``arena.league.run.answer``: a main exploiter's defeat of a
+candidate reaches it from the exploiters' turns) and the ``LeagueViews`` it logs
+(``arena.league.view.training_views``).
 
 With ``league.exploiter_ranks`` under torchrun (``use_exploiter_ranks`` before ``attach``), the
 exploiters train on ranks of their own: this process holds a ``RemoteTrainer`` for each (its weights
@@ -59,6 +61,7 @@ from arena.league.model.players import Player
 from arena.league.model.published import published_record
 from arena.league.model.ratings import TwoTeamRatings
 from arena.league.model.snapshots import SnapshotGate, verify_snapshots
+from arena.league.run.answer import Answer
 from arena.league.run.exploiter_trainers import Exploiters
 from arena.league.run.gauntlet import Gauntlet
 from arena.league.run.guard import REJECTED_DIR, Guard
@@ -114,6 +117,9 @@ class LeagueRun:
         self.updates = 0
         self.guard = Guard(self.league, self.run_dir, config.gauntlet, self.timer,
                            learner_checkpoints=learner_checkpoints, on_restore=self.sync_live)
+        self.learner_checkpoints = int(learner_checkpoints)
+        # league.answer: the learner answers the main exploiter once it beats a candidate
+        self.answer = Answer(self.league, config.answer, self.guard) if config.answer.enabled else None
         self.schedule = SnapshotSchedule(self.league, self.run_dir, config, self.guard, self.timer,
                                          game=game, team_sizes=self.team_sizes,
                                          on_meta_changed=self._refresh_matchmaking)
@@ -186,6 +192,13 @@ class LeagueRun:
                                            overrides=trainer.env_spec["overrides"], seed=g.seed,
                                            num_threads=trainer.config.num_threads, replays=g.replays,
                                            replay_dir=self.run_dir / REPLAY_DIR)
+        if self.answer is not None:
+            if (not self.config.answer.teacher and trainer.collective is not None
+                    and trainer.config.kickstart_teacher is not None):
+                raise ValueError("league.answer.teacher=false pauses the kickstarting teacher, which each "
+                                 "rank of a data-parallel run applies itself; set league.answer.teacher=true "
+                                 "or trainer.kickstart_teacher=null under torchrun")
+            self.answer.resume(self.main, self.learner_checkpoints)
         main = self.main
         self.exploiter_set.start(main, make_reward, reached=lambda score: self.guard.reached(main, score),
                                  candidates=lambda: self.guard.candidates(main.player_id))
@@ -242,8 +255,16 @@ class LeagueRun:
         if self.exploiter_set.ranks is not None:  # the exploiters trained concurrently: this update's round
             extra = self.exploiter_set.ranks.round(self)
         else:
-            extra = self.exploiter_set.take_turns(self.sync_live, self.maybe_snapshot)
+            extra = self.exploiter_set.take_turns(self.sync_live, self.maybe_snapshot,
+                                                  on_beaten=self._beaten)
         return {**self.metrics(), **extra}
+
+    def _beaten(self, exploiter_snapshot: str, target: str) -> None:
+        """A main exploiter's snapshot beat its frozen target: with ``league.answer``, the learner
+        answers (``Answer.begin``, the first time)."""
+        assert self.main is not None
+        if self.answer is not None and self.league.pool.get(target).parent == self.learner_id:
+            self.answer.begin(self.main, exploiter_snapshot, target)
 
     def maybe_snapshot(self, learner: LeagueLearner, *, final: bool = False) -> int | None:
         """A learner's snapshot when due (``SnapshotSchedule.maybe_snapshot``), then retention; its
@@ -351,6 +372,8 @@ class LeagueRun:
             if found is not None:  # the best score a best response of the league holds against the learner
                 out[EXPLOITABILITY_METRIC] = found.value
             out.update(self._mix_metrics())
+            if self.answer is not None:
+                out.update(self.answer.metrics())
             if self.views.due(self.updates):  # the views' bounded set (league.view_players), not the pool
                 out.update(self.views.rating_metrics())
         out.update(self.guard.take_metrics())

@@ -284,6 +284,11 @@ class LeagueLearner:
                  league.iter_win_rates_vs_pool(self.player_id, kinds=tuple(self.vs_kinds), newest_first=True))
         return self.gate.should_snapshot(step, league.last_snapshot_step(self.player_id), rates)
 
+    def beats(self, league: League, opponent: str) -> bool:
+        """Whether the learner's score against ``opponent`` clears its gate's threshold
+        (``SnapshotGate.beats``): a main exploiter's verdict on its frozen target."""
+        return self.gate.beats(league.iter_win_rates_against(self.player_id, [opponent]))
+
     def snapshot(self, league: League, run_dir: str | os.PathLike[str]) -> Player:
         return freeze_policy(league, run_dir, self.player_id, self.policy, self.step)
 

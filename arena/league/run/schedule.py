@@ -25,9 +25,9 @@ from arena.league.config import LeagueConfig
 from arena.league.model.league import League
 from arena.league.model.meta import META_KEY, MetaGame
 from arena.league.model.players import EXPLOITER_KINDS, Player
-from arena.league.model.published import PUBLISHED_KEY, published_mixture
+from arena.league.model.published import BY_EXPLOITERS, PUBLISHED_KEY, published_mixture
 from arena.league.model.snapshots import snapshot_file
-from arena.league.model.time_to_exploit import held_longest, time_to_exploit
+from arena.league.model.time_to_exploit import held_longest, newest_unbeaten, time_to_exploit
 from arena.league.run.guard import Guard
 from arena.league.run.learner import LeagueLearner, freeze_policy
 from arena.league.timing import LeagueTimer
@@ -85,7 +85,7 @@ class SnapshotSchedule:
         if gauntlet_due:
             self.guard.record(player, judged)
         if is_main or (learner.kind in EXPLOITER_KINDS and (
-                self.config.meta_exploiters or self.config.publish == "held")):
+                self.config.meta_exploiters or self.config.publish in BY_EXPLOITERS)):
             self._publish(player)
         return self.league.pool.count_snapshots(learner.player_id) - 1
 
@@ -104,7 +104,7 @@ class SnapshotSchedule:
                 self._meta_strategy = self.meta_game.strategy()
             values[META_KEY] = self.meta_game.to_meta()
             self._on_meta_changed()
-        held = self._held_longest() if self.config.publish == "held" else None
+        held = self._held_longest() if self.config.publish in BY_EXPLOITERS else None
         mixture = published_mixture(self.config.publish, self.config.publish_window,
                                     [p.player_id for p in snapshots], self._meta_strategy, held)
         if mixture:  # {} before the main learner's first snapshot
@@ -115,7 +115,8 @@ class SnapshotSchedule:
 
     def _held_longest(self) -> str | None:
         """With ``league.publish: held``: the candidate to publish that held the main exploiter's
-        generations longest, read from the store's matches (``held_longest``)."""
+        generations longest, read from the store's matches (``held_longest``); with ``unbeaten``, the
+        newest candidate none has beaten (``newest_unbeaten``)."""
         assert self.main is not None
         candidates = self.guard.candidates(self.main.player_id)
         if not candidates:
@@ -127,7 +128,8 @@ class SnapshotSchedule:
         with self.timer.measure("snapshot"):
             records = time_to_exploit(players, self.league.store.iter_matches(touching=roots))
         budget = self.config.main_exploiter.snapshot.every_steps if self.config.main_exploiter else None
-        return held_longest(records, candidates, budget)
+        choose = newest_unbeaten if self.config.publish == "unbeaten" else held_longest
+        return choose(records, candidates, budget)
 
     def _clears_meta_bar(self, newcomer: Player) -> bool:
         """Whether a snapshot may join the meta-game: any, without ``league.meta_bar``; the main
