@@ -9,7 +9,9 @@ import json
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
+from arena.config import compose_run_config
 from arena.games.rpsw.bots import THROWS
 from arena.league import LeagueStore
 from arena.league.config import AnswerConfig, GauntletConfig, LeagueConfig, MainExploiterConfig, league_config
@@ -193,3 +195,21 @@ def test_a_league_whose_exploiter_beats_a_candidate_answers_it_and_publishes_the
                 seen.add(p.sha256)
     choice = newest_unbeaten(time_to_exploit(players.values(), matches), candidates, budget)
     assert [m.player_id for m in published(run_dir).members] == [choice]
+
+
+# Trial AS's league settings (docs/results/exploitability.md), given on the command line over +league=robust
+TRIAL_AS = ["league.exploiter_reward=game", "league.main_exploiter.reset_prob=1",
+            "league.main_exploiter.snapshot.every_steps=6000000", "league.matchmaking.mix.learners=0",
+            "league.matchmaking.mix.mirror=0.2", "league.matchmaking.mix.pfsp=0.2",
+            "league.matchmaking.mix.pfsp_exploiters=0.3", "league.snapshot.every_steps=2000000",
+            "league.main_exploiter.target=candidate", "league.publish=unbeaten", "league.answer.enabled=true",
+            "league.main_exploiter.start_score=0.8", "league.main_exploiter.wait=rest"]
+
+
+def test_the_answer_preset_is_the_league_recipe_of_trial_as():
+    preset = OmegaConf.to_container(compose_run_config(["+league=answer"]).league, resolve=True)
+    explicit = OmegaConf.to_container(compose_run_config(["+league=robust", *TRIAL_AS]).league, resolve=True)
+    assert preset.pop("name") == "answer"
+    explicit.pop("name")
+    assert preset == explicit
+    assert league_config(preset, "midrange").answer.enabled
