@@ -18,7 +18,7 @@ from arena.games import GAMES
 from arena.league.matchmaking.exploiters import EXPLOITER_WAITS, FROZEN_TARGETS, MAIN_EXPLOITER_TARGETS
 from arena.league.matchmaking.pfsp import SOURCES, WEIGHTINGS
 from arena.league.model.players import EXPLOITER_KINDS, PLAYER_KINDS
-from arena.league.model.published import PUBLISH_MODES
+from arena.league.model.published import BY_EXPLOITERS, PUBLISH_MODES
 from arena.player_specs import SB3_PREFIX, SCRIPTED_PREFIX
 from arena.replay.file import REPLAY_GAMES
 
@@ -454,7 +454,7 @@ class LeagueConfig:
                                  "league.exploiter_ranks=true (the exploiters' rounds do not report their "
                                  "defeats of candidates); set one of them to false")
         needs_candidates = [name for name, on in (
-            (f"league.publish={self.publish}", self.publish in ("held", "unbeaten")),
+            (f"league.publish={self.publish}", self.publish in BY_EXPLOITERS),
             ("league.main_exploiter.target=candidate",
              self.main_exploiter is not None and self.main_exploiter.target == "candidate")) if on]
         if needs_candidates:
@@ -464,7 +464,7 @@ class LeagueConfig:
                                  "cleared league.gauntlet.guard_bar; this league has "
                                  f"league.gauntlet.games={g.games} and guard_bar={g.guard_bar}: give the "
                                  "gauntlet games and a guard_bar (e.g. league.gauntlet.guard_bar=0.8)")
-            if self.publish in ("held", "unbeaten") and self.main_exploiter is None:
+            if self.publish in BY_EXPLOITERS and self.main_exploiter is None:
                 raise ValueError(f"league.publish={self.publish} publishes by the main exploiter's games "
                                  "against the candidates; this league has no league.main_exploiter")
         if self.meta_exploiters and all(getattr(self, kind) is None for kind in EXPLOITER_KINDS):
