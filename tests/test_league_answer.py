@@ -14,10 +14,12 @@ from omegaconf import OmegaConf
 from arena.config import compose_run_config
 from arena.games.rpsw.bots import THROWS
 from arena.league import LeagueStore
+from arena.league.__main__ import main as league_cli
 from arena.league.config import AnswerConfig, GauntletConfig, LeagueConfig, MainExploiterConfig, league_config
+from arena.league.model.answer_record import AnswerRecord, answer_record
 from arena.league.model.published import published
 from arena.league.model.time_to_exploit import TimeToExploit, newest_unbeaten, time_to_exploit
-from arena.league.run.answer import ANSWER_KEY, METRIC
+from arena.league.run.answer import METRIC
 from arena.league.run.guard import best_snapshot
 from arena.league.run.league_run import LeagueRun
 from arena.train import main
@@ -118,9 +120,8 @@ def test_the_learner_goes_back_to_the_beaten_candidate_and_answers_without_its_t
     assert trainer.kickstart_paused
     chooser = run.main.matchmaker.chooser
     assert chooser.sources == ANSWER_SOURCES
-    assert json.loads(run.league.store.meta()[ANSWER_KEY]) == {
-        "candidate": candidate, "exploiter": "main_exploiter-0:snap-000000", "step": run.main.step,
-        "checkpoints": 0}
+    assert answer_record(run.league.store.meta()) == AnswerRecord(
+        candidate, "main_exploiter-0:snap-000000", run.main.step, 0)
     # a second defeat changes nothing: the restore happens once
     always(trainer.policy, "rock")
     assert not run.answer.begin(run.main, "main_exploiter-1:snap-000000", candidate)
@@ -152,7 +153,8 @@ FAST = ["env=rpsw", "trainer=quick", "dashboard=false", "trainer.num_envs=32", "
         "trainer.torch_threads=1"]
 
 
-def test_a_league_whose_exploiter_beats_a_candidate_answers_it_and_publishes_the_newest_unbeaten(tmp_path):
+def test_a_league_whose_exploiter_beats_a_candidate_answers_it_and_publishes_the_newest_unbeaten(tmp_path,
+                                                                                                 capsys):
     run_dir = tmp_path / "run"
     budget = 6000
     # the exploiter's gate: a score above 0.4 over 20 games is a defeat (rpsw's quick learner rarely
@@ -171,16 +173,17 @@ def test_a_league_whose_exploiter_beats_a_candidate_answers_it_and_publishes_the
         matches = store.matches()
         gauntlet = store.gauntlet()
         meta = store.meta()
-    switch = json.loads(meta[ANSWER_KEY])
-    assert players[switch["candidate"]].parent == "learner"
-    assert players[switch["exploiter"]].parent.startswith("main_exploiter-")
+    switch = answer_record(meta)
+    assert switch is not None
+    assert players[switch.candidate].parent == "learner"
+    assert players[switch.exploiter].parent.startswith("main_exploiter-")
     references = sorted({r.reference for r in gauntlet})
-    score = best_snapshot(gauntlet, [switch["candidate"]], references)
+    score = best_snapshot(gauntlet, [switch.candidate], references)
     assert score is not None and score.score >= 0.3  # a candidate to publish
     # the learner's own games after the switch: the exploiters' snapshots and the bots, nothing else
     kinds_after = set()
     for m in matches:
-        if tuple(m.team_a) == ("learner",) and (m.learner_step or 0) > switch["step"] + 1000:
+        if tuple(m.team_a) == ("learner",) and (m.learner_step or 0) > switch.step + 1000:
             (opponent,) = m.team_b
             player = players[opponent]
             kinds_after.add("scripted" if player.kind == "scripted" else players[player.parent].kind)
@@ -195,6 +198,9 @@ def test_a_league_whose_exploiter_beats_a_candidate_answers_it_and_publishes_the
                 seen.add(p.sha256)
     choice = newest_unbeaten(time_to_exploit(players.values(), matches), candidates, budget)
     assert [m.player_id for m in published(run_dir).members] == [choice]
+    # league show says when and why the learner switched
+    assert league_cli(["show", str(run_dir), "--out", str(tmp_path / "views")]) == 0
+    assert f"{switch.exploiter} beat the candidate {switch.candidate}" in capsys.readouterr().out
 
 
 # Trial AS's league settings (docs/results/exploitability.md), given on the command line over +league=robust

@@ -23,27 +23,25 @@ exploiter's answer, kept the heuristic and held the outside attacker far lower t
 while in the league's own mix, where the exploiters' snapshots were a third of the learner's
 matches beside mirror play, its own snapshots and its teacher, the learner never learnt their answer.
 
-The switch is recorded in the league store's meta (``ANSWER_KEY``: the candidate, the exploiter's
-snapshot, the learner's step and checkpoint count), so a resumed run answers again: the mix and the
-pause are applied at ``attach``, and a resume from a checkpoint written before the switch restores
-the candidate's weights again.
+The switch is recorded in the league store's meta (``arena.league.model.answer_record``: the
+candidate, the exploiter's snapshot, the learner's step and checkpoint count), so a resumed run
+answers again: the mix and the pause are applied at ``attach``, and a resume from a checkpoint
+written before the switch restores the candidate's weights again.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
 
 from arena.league.config import AnswerConfig
 from arena.league.matchmaking.pfsp import Matchmaker
+from arena.league.model.answer_record import ANSWER_KEY, AnswerRecord, answer_record
 from arena.league.model.league import League
 from arena.league.run.guard import Guard
 from arena.league.run.learner import LeagueLearner
 
 logger = logging.getLogger(__name__)
 
-ANSWER_KEY = "answer"  # store meta: {"candidate", "exploiter", "step", "checkpoints"}
 METRIC = "league/answering"  # 1 once the learner answers its exploiters
 
 
@@ -54,8 +52,7 @@ class Answer:
 
     def __init__(self, league: League, config: AnswerConfig, guard: Guard) -> None:
         self.league, self.config, self.guard = league, config, guard
-        meta = league.store.meta()
-        self.state: dict[str, Any] | None = json.loads(meta[ANSWER_KEY]) if ANSWER_KEY in meta else None
+        self.state: AnswerRecord | None = answer_record(league.store.meta())
 
     @property
     def active(self) -> bool:
@@ -66,10 +63,10 @@ class Answer:
         before the switch go back to the candidate's once more."""
         if self.state is None:
             return
-        if self.config.restore and learner_checkpoints <= int(self.state["checkpoints"]):
-            self.guard.restore_to(main, self.state["candidate"])
+        if self.config.restore and learner_checkpoints <= self.state.checkpoints:
+            self.guard.restore_to(main, self.state.candidate)
             logger.info("answer: the learner resumes from a checkpoint written before the switch; its "
-                        "weights are %s's again", self.state["candidate"])
+                        "weights are %s's again", self.state.candidate)
         self._apply(main)
 
     def begin(self, main: LeagueLearner, exploiter_snapshot: str, candidate: str) -> bool:
@@ -77,9 +74,8 @@ class Answer:
         answering (the first time; later defeats only grow PFSP's pool). Returns whether it started."""
         if self.state is not None:
             return False
-        state = {"candidate": candidate, "exploiter": exploiter_snapshot, "step": int(main.step),
-                 "checkpoints": int(main.checkpoints)}
-        self.league.store.set_metas({ANSWER_KEY: state})
+        state = AnswerRecord(candidate, exploiter_snapshot, int(main.step), int(main.checkpoints))
+        self.league.store.set_metas({ANSWER_KEY: state.as_meta()})
         self.state = state
         if self.config.restore:
             self.guard.restore_to(main, candidate)

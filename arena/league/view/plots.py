@@ -16,6 +16,7 @@ from rich.table import Table
 
 from arena.figures import pyplot, save_figure
 from arena.league.config import LeagueConfig
+from arena.league.model.answer_record import answer_record
 from arena.league.model.exploitability import Exploitability, exploitability_history
 from arena.league.model.guard_counts import GuardCounts
 from arena.league.model.payoff import PayoffTable
@@ -393,6 +394,9 @@ def show(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
         publishes = f"published policy: {published(run_dir).describe()}"
     except ValueError as err:  # no snapshot of the main learner yet
         publishes = f"published policy: none yet ({err})"
+    answer = answer_record(meta)
+    if answer is not None:  # league.answer: when and why the learner switched
+        publishes += f"\n{answer.describe()}"
     return LeagueView(rows, leaderboard_table(rows, title=f"League leaderboard: {run_dir}"), images, table,
                       words, publishes, time_to_exploit_table(generations) if generations else None)
 
