@@ -19,9 +19,10 @@ at the first defeat. ``league.publish: unbeaten`` then publishes the newest cand
 
 Why (docs/results/exploitability.md, the fine-tune outside the league): a beaten candidate
 fine-tuned against its exploiter and the heuristic, half and half (``trainer.init``), learnt the
-exploiter's answer, kept the heuristic and held the outside attacker far lower than its source,
-while in the league's own mix, where the exploiters' snapshots were a third of the learner's
-matches beside mirror play, its own snapshots and its teacher, the learner never learnt their answer.
+exploiter's answer and kept the heuristic (on one seed of two it also held the outside attacker
+far lower than its source), while in the league's own mix, where the exploiters' snapshots were
+a third of the learner's matches beside mirror play, its own snapshots and its teacher, the
+learner never learnt their answer.
 
 The switch is recorded in the league store's meta (``arena.league.model.answer_record``: the
 candidate, the exploiter's snapshot, the learner's step and checkpoint count), so a resumed run
