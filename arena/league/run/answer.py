@@ -92,10 +92,7 @@ class Answer:
         if not isinstance(chooser, Matchmaker):
             raise TypeError(f"league.answer changes the main learner's matchmaking mix; its chooser is a "
                             f"{type(chooser).__name__}, not a league Matchmaker")
-        chooser.set_mix(self.config.mix.as_dict())
-        refresh = getattr(chooser, "refresh", None)
-        if callable(refresh):
-            refresh()
+        chooser.set_mix(self.config.mix.as_dict())  # candidates are cached per source: none is stale
         if not self.config.teacher:
             pause = getattr(main.trainer, "pause_kickstart", None)
             if callable(pause):

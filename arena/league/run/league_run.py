@@ -255,15 +255,16 @@ class LeagueRun:
         if self.exploiter_set.ranks is not None:  # the exploiters trained concurrently: this update's round
             extra = self.exploiter_set.ranks.round(self)
         else:
+            waiting = self.answer is not None and not self.answer.active  # for the first defeat
             extra = self.exploiter_set.take_turns(self.sync_live, self.maybe_snapshot,
-                                                  on_beaten=self._beaten)
+                                                  on_beaten=self._beaten if waiting else None)
         return {**self.metrics(), **extra}
 
     def _beaten(self, exploiter_snapshot: str, target: str) -> None:
         """A main exploiter's snapshot beat its frozen target: with ``league.answer``, the learner
-        answers (``Answer.begin``, the first time)."""
-        assert self.main is not None
-        if self.answer is not None and self.league.pool.get(target).parent == self.learner_id:
+        answers (``Answer.begin``, the first time; until then ``on_update`` asks the exploiters)."""
+        assert self.main is not None and self.answer is not None
+        if self.league.pool.get(target).parent == self.learner_id:
             self.answer.begin(self.main, exploiter_snapshot, target)
 
     def maybe_snapshot(self, learner: LeagueLearner, *, final: bool = False) -> int | None:
