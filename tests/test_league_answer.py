@@ -203,18 +203,19 @@ def test_a_league_whose_exploiter_beats_a_candidate_answers_it_and_publishes_the
     assert f"{switch.exploiter} beat the candidate {switch.candidate}" in capsys.readouterr().out
 
 
-# Trial AS's league settings (docs/results/exploitability.md), given on the command line over +league=robust
-TRIAL_AS = ["league.exploiter_reward=game", "league.main_exploiter.reset_prob=1",
-            "league.main_exploiter.snapshot.every_steps=6000000", "league.matchmaking.mix.learners=0",
+# Trial AT's league settings (docs/results/exploitability.md): trial AS's, given on the command line over
+# +league=robust, with publish=held and 12M-sample generations
+TRIAL_AT = ["league.exploiter_reward=game", "league.main_exploiter.reset_prob=1",
+            "league.main_exploiter.snapshot.every_steps=12000000", "league.matchmaking.mix.learners=0",
             "league.matchmaking.mix.mirror=0.2", "league.matchmaking.mix.pfsp=0.2",
             "league.matchmaking.mix.pfsp_exploiters=0.3", "league.snapshot.every_steps=2000000",
-            "league.main_exploiter.target=candidate", "league.publish=unbeaten", "league.answer.enabled=true",
+            "league.main_exploiter.target=candidate", "league.publish=held", "league.answer.enabled=true",
             "league.main_exploiter.start_score=0.8", "league.main_exploiter.wait=rest"]
 
 
-def test_the_answer_preset_is_the_league_recipe_of_trial_as():
+def test_the_answer_preset_is_the_league_recipe_of_trial_at():
     preset = OmegaConf.to_container(compose_run_config(["+league=answer"]).league, resolve=True)
-    explicit = OmegaConf.to_container(compose_run_config(["+league=robust", *TRIAL_AS]).league, resolve=True)
+    explicit = OmegaConf.to_container(compose_run_config(["+league=robust", *TRIAL_AT]).league, resolve=True)
     assert preset.pop("name") == "answer"
     explicit.pop("name")
     assert preset == explicit
