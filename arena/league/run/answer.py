@@ -15,7 +15,8 @@ league has found a hole, and ``league.answer`` (``AnswerConfig``) makes the main
 Its snapshots go on as before: the gauntlet judges them, those that clear the bar are candidates,
 and the main exploiter's next generation attacks the newest. A defeat of one of them adds another
 exploiter snapshot to PFSP's pool, so the learner answers it as well; the restore happens once,
-at the first defeat. ``league.publish: unbeaten`` then publishes the newest candidate still standing.
+at the first defeat. ``league.publish: held`` (``+league=answer``'s) then publishes the candidate
+that held its generation longest; ``unbeaten``, the newest candidate still standing.
 
 Why (docs/results/exploitability.md, the fine-tune outside the league): a beaten candidate
 fine-tuned against its exploiter and the heuristic, half and half (``trainer.init``), learnt the
