@@ -457,6 +457,8 @@ class VariedPilot(HeuristicPilot):
 
     name = "varied"
     keeps_rows = True
+    #: the names of a row's numbers, the columns of ``table`` (a subclass that draws more appends its own)
+    COLUMNS: tuple[str, ...] = _VARIED_COLUMNS
 
     def __init__(
         self, team_sizes: tuple[int, int] = (1, 1), tracked_missiles: int = 4, seed: int = 0
@@ -464,7 +466,7 @@ class VariedPilot(HeuristicPilot):
         super().__init__(team_sizes, tracked_missiles)
         self.base_tuning = self.tuning
         self.rng = np.random.default_rng(seed)
-        self.table = np.zeros((0, len(_VARIED_COLUMNS)))  # [rows seen, columns] the numbers of each row
+        self.table = np.zeros((0, len(self.COLUMNS)))  # [rows seen, columns] the numbers of each row
         self.drawn = np.zeros(0, dtype=bool)
         self._current: np.ndarray | None = None  # the rows' numbers while ``_act`` runs
 
@@ -495,7 +497,7 @@ class VariedPilot(HeuristicPilot):
         self.drawn[:] = False
 
     def _draw(self, n: int) -> np.ndarray:
-        """``n`` rows of numbers, column by column (``_VARIED_COLUMNS``)."""
+        """``n`` rows of numbers, column by column (``COLUMNS``)."""
         columns = [self.rng.uniform(low, high, n) for low, high in VARIED_RANGES.values()]
         half = self.rng.random(n) < HALF_THROTTLE_SHARE
         columns.append(np.where(half, FULL_THROTTLE - 1, FULL_THROTTLE).astype(np.float64))
@@ -505,7 +507,7 @@ class VariedPilot(HeuristicPilot):
 
     def _act(self, obs: np.ndarray) -> np.ndarray:
         numbers = self._current if self._current is not None else self._draw(len(obs))
-        by_name = dict(zip(_VARIED_COLUMNS, numbers.T, strict=True))
+        by_name = dict(zip(self.COLUMNS, numbers.T, strict=True))
         self.tuning = dataclasses.replace(self.base_tuning, **{k: by_name[k] for k in VARIED_RANGES})
         try:
             actions = super()._act(obs)
@@ -523,10 +525,16 @@ class VariedPilot(HeuristicPilot):
                 "drawn": self.drawn.tolist()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        table = np.asarray(state["table"], dtype=np.float64).reshape(-1, len(_VARIED_COLUMNS))
+        table = np.asarray(state["table"], dtype=np.float64)
+        if table.size == 0:
+            table = table.reshape(0, len(self.COLUMNS))
+        who = type(self).__name__
+        if table.ndim != 2 or table.shape[1] != len(self.COLUMNS):
+            raise ValueError(f"{who} state: a table of {len(self.COLUMNS)} numbers per row "
+                             f"({', '.join(self.COLUMNS)}) expected; got shape {table.shape}")
         drawn = np.asarray(state["drawn"], dtype=bool)
         if drawn.shape != (len(table),):
-            raise ValueError(f"VariedPilot state: {len(table)} rows of numbers but {drawn.shape} drawn flags")
+            raise ValueError(f"{who} state: {len(table)} rows of numbers but {drawn.shape} drawn flags")
         self.rng.bit_generator.state = dict(state["rng"])
         self.table, self.drawn = table, drawn
 

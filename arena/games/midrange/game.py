@@ -12,6 +12,7 @@ import numpy as np
 from arena import _core
 from arena.envs.outcomes import EndReason
 from arena.games.midrange import bots as pilots
+from arena.games.midrange.freestyle import FreestylePilot
 from arena.games.midrange.obs import (
     FIGHTER,
     LEGAL_FEATURES,
@@ -99,6 +100,8 @@ def _pilot(kind: str):  # noqa: ANN202 - a BotFactory
             return pilots.RandomPilot(team_sizes=team_sizes, tracked_missiles=tracked, seed=seed)
         if kind == "varied":
             return pilots.VariedPilot(team_sizes=team_sizes, tracked_missiles=tracked, seed=seed)
+        if kind == "freestyle":
+            return FreestylePilot(team_sizes=team_sizes, tracked_missiles=tracked, seed=seed)
         if kind == "evader":
             return pilots.EvaderPilot(team_sizes=team_sizes, tracked_missiles=tracked)
         if kind in STRANGERS:
@@ -121,10 +124,11 @@ SPEC = GameSpec(
     core_params=core_params,
     events=EVENTS,
     end_reasons=(EndReason.ELIMINATION, EndReason.MUTUAL, EndReason.NO_MISSILES, EndReason.TIME_LIMIT),
-    # the heuristic_<N>km ladder is opt-in (league.scripted), see the README; the strangers are held out
+    # the heuristic_<N>km ladder and freestyle are opt-in (league.scripted), see the README; the
+    # strangers are held out; a new bot goes last, so the existing bots keep their per-opponent critic heads
     bots={name: _pilot(name) for name in
           ("random", "heuristic", "evader", "varied", "heuristic_6km", "heuristic_10km", "heuristic_14km",
-           *STRANGERS)},
+           *STRANGERS, "freestyle")},
     reference_bots=("random", "heuristic", "evader"),
     obs_bounds=obs_bounds,
     noop=lambda values: NOOP,
