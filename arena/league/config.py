@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arena.agents.scripted import REFERENCE_BOTS, SCRIPTED_BOTS
+from arena.agents.scripted import SCRIPTED_BOTS
 from arena.games import GAMES
 from arena.league.matchmaking.exploiters import EXPLOITER_WAITS, FROZEN_TARGETS, MAIN_EXPLOITER_TARGETS
 from arena.league.matchmaking.pfsp import SOURCES, WEIGHTINGS
@@ -273,23 +273,11 @@ class LeagueConfig:
     # run's own terms win). The robust league adds midrange's shot-selection and arena-edge terms;
     # other games get none.
     reward_terms: dict[str, Any] = field(default_factory=dict)
-    # Bots the league's recipe adds for a game, keyed by the game's name (env.name), after its
-    # scripted players (``scripted``, or the bots null stands for): ``bots(game)`` lists them all. The
-    # answer league adds midrange's freestyle pilot; other games get none.
-    extra_bots: dict[str, list[str]] = field(default_factory=dict)
     # The exploiters' reward: ``learner``, the main learner's (the run's reward with reward_terms
     # joined); ``game``, the run's reward without the terms reward_terms adds: an exploiter estimates a
     # best response, which the game's own payoff defines, as `arena.bench exploit`'s attacker trains
     # on it, so shaping meant to teach the learner good play does not steer what it looks for.
     exploiter_reward: str = "learner"
-
-    def bots(self, game: str) -> list[str]:
-        """The league's fixed players in ``game``: ``scripted`` (null: the game's ``REFERENCE_BOTS``),
-        then the bots ``extra_bots`` adds for the game that are not among them already."""
-        base = [str(b) for b in self.scripted] if self.scripted is not None else list(REFERENCE_BOTS[game])
-        named = {b.removeprefix(SCRIPTED_PREFIX) for b in base}
-        return base + [str(b) for b in self.extra_bots.get(game, []) if str(b).removeprefix(SCRIPTED_PREFIX)
-                       not in named]
 
     def validate(self, game: str | None = None) -> LeagueConfig:
         """Checks every value; raises ``ValueError`` naming the key and what is allowed."""
@@ -316,19 +304,6 @@ class LeagueConfig:
             if not isinstance(terms, dict):
                 raise ValueError(f"league.reward_terms.{name}={terms!r} must map term names to terms "
                                  "({_target_: ..., weight: ...})")
-        if not isinstance(self.extra_bots, dict):
-            raise ValueError(f"league.extra_bots={self.extra_bots!r} must map game names to lists of bots")
-        for name, bots in self.extra_bots.items():
-            key = f"league.extra_bots.{name}"
-            if name not in GAMES:
-                raise ValueError(f"{key}: unknown game {name!r}; games: {', '.join(GAMES)}")
-            if isinstance(bots, str) or not isinstance(bots, list | tuple):
-                raise ValueError(f"{key}={bots!r} must be a list of {name}'s bot names")
-            known = SCRIPTED_BOTS.get(name, ())
-            unknown = [b for b in bots if str(b).removeprefix(SCRIPTED_PREFIX) not in known]
-            if unknown:
-                raise ValueError(f"{key} names bots {unknown} that {name!r} does not have; "
-                                 f"available: {list(known)}")
         if self.exploiter_reward not in EXPLOITER_REWARDS:
             raise ValueError(f"league.exploiter_reward={self.exploiter_reward!r} must be one of "
                              f"{list(EXPLOITER_REWARDS)}")

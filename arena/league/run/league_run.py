@@ -98,7 +98,7 @@ class LeagueRun:
         self.league.ratings = TwoTeamRatings.like(self.league.ratings)
         self.league.store.set_meta("league_config", dataclasses.asdict(config))
         self.league.add_player(Player(self.learner_id, "learner"))
-        for name in config.bots(game):
+        for name in config.scripted if config.scripted is not None else REFERENCE_BOTS[game]:
             # a fixed player: a bot by name, or a Stable-Baselines3 model (sb3:PATH.zip) by its spec
             player_id = name if name.startswith(SB3_PREFIX) else scripted_id(name)
             self.league.add_player(Player(player_id, "scripted"))
