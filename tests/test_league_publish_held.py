@@ -69,6 +69,45 @@ def test_a_candidate_target_attacks_each_candidate_to_publish_once_across_genera
         MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0), target="candidate")
 
 
+def test_a_candidate_that_held_a_generation_is_attacked_again_up_to_attacks_generations():
+    pool = Pool([Player("learner", "learner"), Player("main_exploiter-0", "main_exploiter")])
+    candidates: list[str] = []
+    chooser = MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0),
+                                   target="candidate", candidates=lambda: candidates, attacks=2, budget=500)
+    once = MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0),
+                                target="candidate", candidates=lambda: candidates, budget=500)
+
+    def gives_up_or_wins(generation: int, step: int) -> str:
+        me = f"main_exploiter-{generation}"
+        pool.add(Player(f"{me}:snap-000000", "snapshot", path="e.pt", sha256=f"{generation:064d}",
+                        step=step, parent=me))
+        pool.add(Player(f"main_exploiter-{generation + 1}", "main_exploiter"))
+        return f"main_exploiter-{generation + 1}"
+
+    pool.add(_snap(1))
+    candidates.append("learner:snap-000001")
+    assert chooser.frozen_target("main_exploiter-0") == "learner:snap-000001"
+    pool.add(_snap(2))
+    candidates.append("learner:snap-000002")  # a newer candidate comes while snapshot 1 is attacked
+    nxt = gives_up_or_wins(0, 500)  # generation 0 gave up at its budget: snapshot 1 held
+    assert chooser.frozen_target(nxt) == "learner:snap-000001"  # a second generation attacks it
+    assert once.frozen_target(nxt) == "learner:snap-000002"  # attacks=1: on to the newest
+    nxt = gives_up_or_wins(1, 700)  # it held the second too: two generations, on to the newest
+    assert chooser.frozen_target(nxt) == "learner:snap-000002"
+    nxt = gives_up_or_wins(2, 120)  # generation 2 beat snapshot 2 before its budget: not attacked again
+    assert chooser.frozen_target(nxt) is None  # no newer candidate: it waits
+    pool.add(_snap(3))
+    candidates.append("learner:snap-000003")
+    assert chooser.frozen_target(nxt) == "learner:snap-000003"
+    with pytest.raises(ValueError, match="attacks=2 .* needs target='candidate' \\(not 'newest'\\)"):
+        MainExploiterChooser(pool, PayoffTable(), "learner", rng=np.random.default_rng(0), target="newest",
+                             attacks=2, budget=500)
+    with pytest.raises(ValueError, match="needs league.main_exploiter.target=candidate \\(not 'newest'\\)"):
+        LeagueConfig(main_exploiter=MainExploiterConfig(target="newest", attacks=2)).validate()
+    with pytest.raises(ValueError, match="league.main_exploiter.attacks=0 must be an integer >= 1"):
+        LeagueConfig(main_exploiter=MainExploiterConfig(attacks=0)).validate()
+
+
 def test_a_snapshot_before_the_step_budget_is_a_defeat_and_one_at_it_is_giving_up():
     assert beaten_at(_record("c", 3000, snapshot_at=2500), budget=5000) == 2500
     assert beaten_at(_record("c", 5000, snapshot_at=5000), budget=5000) is None  # gave up: it held
@@ -77,19 +116,27 @@ def test_a_snapshot_before_the_step_budget_is_a_defeat_and_one_at_it_is_giving_u
     assert beaten_at(_record("c", 5000, snapshot_at=5000), budget=None) == 5000
 
 
-def test_the_candidate_whose_quickest_defeat_came_latest_is_published():
+def test_the_candidate_whose_first_defeat_took_its_generations_longest_is_published():
     candidates = ["a", "b", "c", "d"]
     records = [
         _record("a", 3000, snapshot_at=2900),  # beaten at 2,900
         _record("b", 8000, snapshot_at=8000),  # held 8,000 (the budget), then a second generation...
         _record("b", 1500, snapshot_at=1200, generation="main_exploiter-2"),  # ...beat it at 1,200
-        _record("c", 4000),  # unbeaten so far, 4,000
+        _record("c", 10000),  # unbeaten so far, 10,000
         _record("learner", 9000),  # a generation that waited on the live learner: not a candidate
         _record("x", 9000),  # a target that is not a candidate (below the bar)
     ]
     assert held_longest(records, candidates, budget=8000) == "c"
     assert held_longest(records[:2], candidates, budget=8000) == "b"  # held 8,000 against a defeat at 2,900
-    assert held_longest(records[:3], candidates, budget=8000) == "a"  # b's quickest defeat: 1,200
+    # b held a generation 8,000 and fell to the next 1,200 in: 9,200 spent up to its first defeat
+    assert held_longest(records[:3], candidates, budget=8000) == "b"
+    beaten_then = records[:3] + [_record("b", 9000, generation="main_exploiter-3")]  # after its defeat
+    assert held_longest(beaten_then, candidates, budget=8000) == "b"  # ...counts nothing more
+    # two generations held a 4,000 each: 8,000, before c's one generation of 7,000
+    twice = [_record("a", 4000, snapshot_at=4000), _record("a", 4000, snapshot_at=4000,
+                                                           generation="main_exploiter-1"),
+             _record("c", 7000)]
+    assert held_longest(twice, candidates, budget=4000) == "a"
     # equal samples: unbeaten before beaten, then the newer
     assert held_longest([_record("a", 3000), _record("b", 4000, snapshot_at=3000)], candidates, 8000) == "a"
     assert held_longest([_record("c", 3000), _record("a", 3000)], candidates, 8000) == "c"
@@ -107,7 +154,8 @@ def test_the_candidate_whose_quickest_defeat_came_latest_is_published():
     assert held_longest(records, [], budget=8000) is None
 
 
-def test_a_held_league_attacks_its_candidates_and_publishes_the_one_that_held_longest(tmp_path):
+@pytest.mark.parametrize("attacks", [1, 2])
+def test_a_held_league_attacks_its_candidates_and_publishes_the_one_that_held_longest(tmp_path, attacks):
     run_dir = tmp_path / "run"
     budget = 1200
     argv = [*FAST, "+league=robust", f"run_dir={run_dir}", "trainer.total_timesteps=9000",
@@ -116,7 +164,7 @@ def test_a_held_league_attacks_its_candidates_and_publishes_the_one_that_held_lo
             "league.main_exploiter.target=candidate", "league.main_exploiter.reset_prob=1",
             "league.matchmaking.mix.learners=0", "league.matchmaking.mix.mirror=0.4",
             f"league.main_exploiter.snapshot.every_steps={budget}",
-            "league.main_exploiter.snapshot.min_steps=0"]
+            "league.main_exploiter.snapshot.min_steps=0", f"league.main_exploiter.attacks={attacks}"]
     assert main(argv) == 0
     with LeagueStore(run_dir / "league.sqlite", create=False) as store:
         players = store.players()
@@ -132,11 +180,18 @@ def test_a_held_league_attacks_its_candidates_and_publishes_the_one_that_held_lo
             candidates.append(p.player_id)
             seen.add(p.sha256)
     assert candidates
-    # the exploiter's generations attacked candidates (or waited on the live learner), each one once
+    # the exploiter's generations attacked candidates (or waited on the live learner): each one once,
+    # or, with attacks=2, again by the next generation when the first held it to its budget
     records = time_to_exploit(players, matches)
-    targets = [r.target for r in records if r.target != "learner"]
+    attacked = [r for r in records if r.target != "learner"]
+    targets = [r.target for r in attacked]
     assert targets and set(targets) <= set(candidates), (targets, candidates)
-    assert len(set(targets)) == len(targets), targets
+    for target in set(targets):
+        runs = [i for i, t in enumerate(targets) if t == target]
+        assert len(runs) <= attacks and runs == list(range(runs[0], runs[0] + len(runs))), targets
+        assert all(beaten_at(attacked[i], budget) is None for i in runs[:-1]), attacked
+    if attacks == 2:  # the budget is short enough that a generation holds a candidate here
+        assert len(set(targets)) < len(targets), attacked
     # what is published is the rule's choice over the store's matches
     choice = held_longest(records, candidates, budget)
     assert choice is not None

@@ -125,6 +125,12 @@ class MainExploiterConfig:
     # learner's snapshots has scored at least that in its gauntlet against every reference (the
     # guard's score), so that the learner has the whole compute until it has learnt to fight.
     start_score: float | None = None
+    # With target "candidate": how many generations attack each candidate. A generation that gives up
+    # at its budget (snapshot.every_steps) with the candidate unbeaten hands it to the next, until
+    # `attacks` generations have held it or one beats it; only then does the next generation take the
+    # newest candidate. An attacker's time to win varies a lot with its seed, so one generation that
+    # held is weak evidence (docs/results/exploitability.md, "Trial AV").
+    attacks: int = 1
 
 
 @dataclass
@@ -396,6 +402,14 @@ class LeagueConfig:
                     "league.main_exploiter.wait=rest is not supported with league.exploiter_ranks=true (an "
                     "exploiter rank trains every round, and its rest would free no compute for the main "
                     "learner); set one of them to live/false")
+            if isinstance(m.attacks, bool) or not isinstance(m.attacks, int) or m.attacks < 1:
+                raise ValueError(f"league.main_exploiter.attacks={m.attacks!r} must be an integer >= 1")
+            if m.attacks > 1 and (m.target != "candidate" or m.snapshot.every_steps is None):
+                raise ValueError(
+                    f"league.main_exploiter.attacks={m.attacks} attacks a candidate to publish again after "
+                    "a generation gives up at its budget; it needs league.main_exploiter.target=candidate "
+                    f"(not {m.target!r}) and a league.main_exploiter.snapshot.every_steps (not "
+                    f"{m.snapshot.every_steps!r}), or attacks=1")
             if m.start_score is not None:
                 _check_unit(m.start_score, "league.main_exploiter.start_score")
                 if self.gauntlet.games <= 0:
