@@ -115,6 +115,17 @@ def test_the_freestyle_pilot_is_the_same_for_the_same_seed_resumes_and_refuses_a
         restored.load_state_dict(varied.state_dict())
 
 
+def test_the_rules_called_without_act_s_rows_draw_numbers_for_that_call_alone():
+    obs = real_rows()
+    pilot = make_scripted("freestyle", "midrange", seed=3)
+    twin = make_scripted("freestyle", "midrange", seed=3)
+    first = pilot._act(obs)  # the rules alone: no row is kept, every habit read from this call's draw
+    assert first.shape == (len(obs), 3) and pilot._current is None and len(pilot.table) == 0
+    np.testing.assert_array_equal(first, twin._act(obs))
+    pilot.act(obs, np.arange(len(obs)), np.ones(len(obs), dtype=bool))  # and act's rows work after it
+    assert pilot._current is None and len(pilot.table) == len(obs)
+
+
 def test_the_freestyle_pilot_plays_whole_matches_the_same_whatever_the_thread_count():
     results = [play_matches(make_scripted("freestyle", "midrange", seed=3),
                             make_scripted("heuristic", "midrange"), 64, seed=5, num_threads=threads)

@@ -506,13 +506,17 @@ class VariedPilot(HeuristicPilot):
         return np.stack(columns, axis=1)
 
     def _act(self, obs: np.ndarray) -> np.ndarray:
-        numbers = self._current if self._current is not None else self._draw(len(obs))
+        called_alone = self._current is None  # without ``act``'s rows: numbers for this call only
+        numbers = self._draw(len(obs)) if self._current is None else self._current
+        self._current = numbers
         by_name = dict(zip(self.COLUMNS, numbers.T, strict=True))
         self.tuning = dataclasses.replace(self.base_tuning, **{k: by_name[k] for k in VARIED_RANGES})
         try:
-            actions = super()._act(obs)
+            actions = super()._act(obs)  # a subclass's rules read the rows' numbers in ``_current``
         finally:
             self.tuning = self.base_tuning
+            if called_alone:
+                self._current = None
         actions[:, 1] = by_name["throttle"].astype(np.int32)
         time_left = self.layout.self_features(obs)[:, _S["time_left"]]
         actions[:, 2] &= (time_left <= by_name["hold_above"]).astype(np.int32)

@@ -59,17 +59,8 @@ class FreestylePilot(VariedPilot):
         salvo = self.rng.random(n) < SALVO_SHARE
         return np.concatenate([numbers, np.stack([after, salvo], axis=1).astype(np.float64)], axis=1)
 
-    def _act(self, obs: np.ndarray) -> np.ndarray:
-        if self._current is not None:
-            return super()._act(obs)
-        self._current = self._draw(len(obs))  # called without ``act``'s rows: numbers for this call
-        try:
-            return super()._act(obs)
-        finally:
-            self._current = None
-
     def _habit(self, name: str) -> np.ndarray:
-        assert self._current is not None  # set by ``act`` / ``_act`` around the rules
+        assert self._current is not None  # set by ``VariedPilot.act`` / ``_act`` around the rules
         return self._current[:, self.COLUMNS.index(name)]
 
     def _heading(self, obs: np.ndarray, target_bearing: np.ndarray) -> np.ndarray:
