@@ -10,7 +10,7 @@ import torch
 
 from arena.agents.policy import Policy
 from arena.agents.scripted import SCRIPTED_BOTS
-from arena.trainer.checkpoint import atomic_save
+from arena.trainer.checkpoint import CheckpointError, atomic_save
 from arena.trainer.config import PolicyConfig, TrainerConfig
 from arena.trainer.opponents import FROZEN_POLICIES, FixedMix, Opponents, opponent_value_classes
 from arena.trainer.ppo import PPOTrainer
@@ -146,3 +146,61 @@ def test_a_checkpoint_written_before_value_heads_existed_still_resumes(tmp_path)
     atomic_save(payload, path)
     with PPOTrainer.resume(path, matchmaker=FixedMix("mirror")) as resumed:
         assert resumed.policy.value_heads == 1
+
+
+def _drop_head(payload: dict, name: str, classes: list[str], names: list[str]) -> None:
+    """``payload`` as a trainer whose game lacked class ``name`` would have written it."""
+    keep = [i for i, c in enumerate(classes) if c != name]
+    for key in ("critic.weight", "critic.bias"):
+        payload["policy"][key] = payload["policy"][key][keep]
+        moments = payload["optimizer"]["state"][names.index(key)]
+        for m in ("exp_avg", "exp_avg_sq"):
+            moments[m] = moments[m][keep]
+    payload["policy_spec"]["value_heads"] = len(keep)
+
+
+def test_a_run_resumes_after_its_game_gained_a_bot_each_class_keeping_its_head(tmp_path) -> None:
+    matchmaker = FixedMix({"mirror": 1.0, "scripted:heuristic": 1.0}, seed=2)
+    with make_trainer(tmp_path) as trainer:
+        trainer.evaluate()
+        trainer.train()
+        path = trainer.save()
+        classes = list(trainer.value_classes)
+        names = [n for n, _ in trainer.policy.named_parameters()]
+        weights = trainer.policy.critic.weight.detach().clone()
+        moments = trainer.optimizer.state_dict()["state"][names.index("critic.weight")]["exp_avg"].clone()
+        lstm = trainer.policy.lstm.weight_ih.detach().clone()
+    with make_trainer(tmp_path / "fresh") as fresh:
+        fresh_head = fresh.policy.critic.weight[-1].detach().clone()
+    newest = classes[-1]  # the game's last bot (midrange's freestyle): added after the file was written
+    payload = torch.load(path, weights_only=True)
+    assert payload["value_classes"] == classes  # the file records its classes
+    _drop_head(payload, newest, classes, names)
+    del payload["value_classes"]  # and one written before files recorded them
+    atomic_save(payload, path)
+    with PPOTrainer.resume(path, matchmaker=matchmaker) as resumed:
+        assert resumed.policy.value_heads == len(classes)
+        assert torch.equal(resumed.policy.critic.weight[:-1], weights[:-1])  # each old class its head
+        assert torch.equal(resumed.policy.critic.weight[-1], fresh_head)  # the new bot's starts fresh
+        assert torch.equal(resumed.policy.lstm.weight_ih, lstm)  # the rest is the file's
+        state = resumed.optimizer.state_dict()["state"][names.index("critic.weight")]
+        assert torch.equal(state["exp_avg"][:-1], moments[:-1]) and not state["exp_avg"][-1].any()
+        resumed.evaluate()
+        resumed.train()  # and it trains on
+
+    # a file that records its classes is read by name, in its own order
+    payload = torch.load(path, weights_only=True)  # the file above: every class but the newest
+    order = [classes[1], classes[0], *classes[2:-1]]  # frozen policies' head first, then mirror's, ...
+    payload["policy"]["critic.weight"] = payload["policy"]["critic.weight"][[1, 0, *range(2, len(order))]]
+    payload["value_classes"] = order
+    atomic_save(payload, path)
+    with PPOTrainer.resume(path, matchmaker=matchmaker) as resumed:
+        moved = resumed.policy.critic.weight
+        assert torch.equal(moved[0], weights[0]) and torch.equal(moved[1], weights[1])
+        assert torch.equal(moved[2:-1], weights[2:-1])
+
+    # a network that differs in more than its heads is still refused, naming both
+    payload["policy_spec"]["lstm_size"] = 16
+    atomic_save(payload, path)
+    with pytest.raises(CheckpointError, match="holds a policy"):
+        PPOTrainer.resume(path, matchmaker=matchmaker)

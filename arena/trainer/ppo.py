@@ -63,6 +63,7 @@ from arena.trainer.rollout import RewardFn, Rollout
 from arena.trainer.shared_matchmaker import SharedMatchmaker
 from arena.trainer.stats import RolloutStats
 from arena.trainer.telemetry.metric_names import sb3_metrics
+from arena.trainer.value_heads import adapt_checkpoint, file_value_classes, same_but_heads
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +154,7 @@ class PPOTrainer:
             mask = spec(game).action_mask
             architecture = dataclasses.asdict(self.policy_config)
             value_classes = opponent_value_classes(game) if architecture.pop("critic_per_opponent") else None
+            self.value_classes = value_classes  # the critic's head per opponent class, in order (or None)
             self.policy = Policy(
                 self.env.obs_dim, list(self.env.action_space.nvec), **architecture,
                 action_mask=None if mask is None else mask(self.env.params, self.env.team_sizes),
@@ -548,6 +550,7 @@ class PPOTrainer:
             "policy_config": dataclasses.asdict(self.policy_config),
             "env": dict(self.env_spec),
             "policy_spec": self.policy.spec,
+            "value_classes": self.value_classes,
             "policy": {k: v.detach().cpu().clone() for k, v in self.policy.state_dict().items()},
             "optimizer": self.optimizer.state_dict(),
             "rng": {
@@ -634,7 +637,19 @@ class PPOTrainer:
         self._load_payload(read_checkpoint(path, map_location=self.device), str(path))
 
     def _load_payload(self, payload: dict[str, Any], source: str) -> None:
-        if {"value_heads": 1, **payload["policy_spec"]} != self.policy.spec:  # older files: one head
+        file_spec = {"value_heads": 1, **payload["policy_spec"]}  # older files: one head
+        old = None if self.value_classes is None else file_value_classes(payload, self.value_classes)
+        if self.value_classes is not None and old is not None and old != self.value_classes and (
+                same_but_heads(file_spec, self.policy.spec)):
+            # the game's bots changed since the file was written: its heads move by class
+            try:
+                payload = adapt_checkpoint(payload, old, self.value_classes, self.policy.state_dict(),
+                                           [name for name, _ in self.policy.named_parameters()])
+            except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
+                raise CheckpointError(f"checkpoint {source}: its critic's heads ({old}) do not move to "
+                                      f"this trainer's classes: {exc!r}") from exc
+            file_spec = {"value_heads": 1, **payload["policy_spec"]}
+        if file_spec != self.policy.spec:
             raise CheckpointError(
                 f"checkpoint {source} holds a policy {payload['policy_spec']}, "
                 f"this trainer's is {self.policy.spec}"
